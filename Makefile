@@ -1,0 +1,49 @@
+# schedq: durable task scheduler and job queue inside PostgreSQL
+#
+#   make            build (warnings are errors)
+#   make install    install into the server found by PG_CONFIG
+#   make check      build, install, run every suite on throwaway servers
+#   make demo       walk through schedq on a throwaway server
+#   make bench      run the benchmarks in test/bench
+
+EXTENSION = schedq
+MODULE_big = schedq
+OBJS = \
+	src/schedq.o \
+	src/shmem.o \
+	src/auth.o \
+	src/spi.o \
+	src/submit.o \
+	src/work.o \
+	src/manage.o
+
+DATA = $(wildcard sql/schedq--*.sql)
+
+PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
+
+# Suites, run by test/check.sh.  PGXS's REGRESS/ISOLATION variables are not
+# used: its check target refuses extensions, and the suites must run as an
+# unprivileged OS user against throwaway servers with the library preloaded.
+REGRESS_TESTS = install submit claim complete_fail manage budgets grants bad_input
+ISOLATION_TESTS = claim_skip_locked complete_vs_cancel stale_grant dedup_concurrent \
+	budget_concurrent
+
+ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+else
+PG_CONFIG ?= pg_config
+endif
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: check demo bench
+
+check: all install
+	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
+		bash test/check.sh
+
+demo: all install
+	PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
+
+bench: all install
+	PG_CONFIG="$(PG_CONFIG)" bash test/bench/run.sh

@@ -1,0 +1,389 @@
+/*-------------------------------------------------------------------------
+ * auth.c
+ *	  Grants: signing and checking the tokens that claim hands out.
+ *
+ * A grant names a task, the attempt it was claimed for and the lease that
+ * claim gave, and is signed with HMAC-SHA-256 under a secret of the
+ * database:
+ *
+ *		<kid>.<task id>.<attempt>.<lease expiry, us since 2000>.<64 hex digits>
+ *
+ * The signed message also holds the database OID, so a grant of one
+ * database is worthless in another.  Secrets live in schedq.grant_key,
+ * which only superusers can read; the newest key signs, the previous one
+ * still verifies, so rotate_grant_key() does not break grants in flight.
+ *
+ * Each backend caches the keys.  A rotation bumps key_generation in shared
+ * memory once it has committed; a backend whose cached generation differs
+ * reloads.  The generation is read before the keys are, so a reload that
+ * races a rotation at worst reloads once more.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "access/xact.h"
+#include "common/cryptohash.h"
+#include "common/hmac.h"
+#include "common/sha2.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "schedq.h"
+#include "shmem.h"
+
+#define GRANT_MAX_KEYS 8
+#define GRANT_SECRET_LEN 32
+
+typedef struct GrantKey
+{
+	int32		kid;
+	uint8		secret[GRANT_SECRET_LEN];
+} GrantKey;
+
+/* The cache: keys[0] is the newest, the one that signs. */
+static GrantKey grant_keys[GRANT_MAX_KEYS];
+static int	grant_nkeys = 0;
+static uint64 grant_generation = 0;	/* 0: nothing cached */
+static bool grant_xact_callback_registered = false;
+static bool grant_rotated_in_xact = false;
+
+static SPIPlanPtr plan_load_keys = NULL;
+static SPIPlanPtr plan_rotate = NULL;
+static SPIPlanPtr plan_task_state = NULL;
+
+/*
+ * Publish a committed rotation to every backend, and forget keys read by
+ * a transaction that rotated and then aborted.
+ */
+static void
+grant_xact_callback(XactEvent event, void *arg)
+{
+	if (!grant_rotated_in_xact)
+		return;
+	if (event == XACT_EVENT_COMMIT)
+	{
+		pg_atomic_fetch_add_u64(&schedq_shared->key_generation, 1);
+		grant_generation = 0;
+		grant_rotated_in_xact = false;
+	}
+	else if (event == XACT_EVENT_ABORT)
+	{
+		grant_generation = 0;
+		grant_rotated_in_xact = false;
+	}
+}
+
+/*
+ * Make sure the key cache is current.  Runs its query in a nested SPI
+ * connection as the tables' owner, so it may be called from any function
+ * that is inside schedq_call_begin.
+ */
+static void
+grant_load_keys(bool force)
+{
+	uint64		generation = pg_atomic_read_u64(&schedq_shared->key_generation);
+	int			n;
+
+	if (!force && grant_generation == generation && grant_nkeys > 0)
+		return;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	n = schedq_execute(schedq_plan(&plan_load_keys,
+								   "SELECT kid, secret FROM schedq.grant_key"
+								   " ORDER BY kid DESC LIMIT " CppAsString2(GRANT_MAX_KEYS),
+								   0, NULL),
+					   NULL, NULL, true, 0, SPI_OK_SELECT);
+	grant_nkeys = 0;
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		kid = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		bytea	   *secret = DatumGetByteaPP(SPI_getbinval(tuple, desc, 2, &isnull));
+
+		if (VARSIZE_ANY_EXHDR(secret) != GRANT_SECRET_LEN)
+			elog(ERROR, "grant key %d has the wrong length", kid);
+		grant_keys[grant_nkeys].kid = kid;
+		memcpy(grant_keys[grant_nkeys].secret, VARDATA_ANY(secret), GRANT_SECRET_LEN);
+		grant_nkeys++;
+	}
+	SPI_finish();
+
+	if (grant_nkeys == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("schedq has no grant key in this database"),
+				errhint("A superuser can create one with schedq.rotate_grant_key()."));
+	grant_generation = generation;
+}
+
+/*
+ * HMAC-SHA-256 of a grant's fields under one key.
+ */
+static void
+grant_mac(const GrantKey *key, int64 task_id, int32 attempt,
+		  TimestampTz lease_expires, uint8 *mac)
+{
+	char		msg[128];
+	int			len;
+	pg_hmac_ctx *ctx;
+
+	len = snprintf(msg, sizeof(msg), "schedq:1:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT,
+				   MyDatabaseId, key->kid, task_id, attempt, (int64) lease_expires);
+	ctx = pg_hmac_create(PG_SHA256);
+	if (ctx == NULL)
+		elog(ERROR, "out of memory");
+	if (pg_hmac_init(ctx, key->secret, GRANT_SECRET_LEN) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) msg, len) < 0 ||
+		pg_hmac_final(ctx, mac, PG_SHA256_DIGEST_LENGTH) < 0)
+	{
+		const char *reason = pg_hmac_error(ctx);
+
+		pg_hmac_free(ctx);
+		elog(ERROR, "could not compute grant signature: %s", reason);
+	}
+	pg_hmac_free(ctx);
+}
+
+/*
+ * Sign a grant with the newest key.  The result is palloc'd.
+ */
+char *
+schedq_grant_sign(int64 task_id, int32 attempt, TimestampTz lease_expires)
+{
+	uint8		mac[PG_SHA256_DIGEST_LENGTH];
+	char		hex[PG_SHA256_DIGEST_LENGTH * 2 + 1];
+
+	grant_load_keys(false);
+	grant_mac(&grant_keys[0], task_id, attempt, lease_expires, mac);
+	hex[hex_encode((const char *) mac, sizeof(mac), hex)] = '\0';
+	return psprintf("%d." INT64_FORMAT ".%d." INT64_FORMAT ".%s",
+					grant_keys[0].kid, task_id, attempt, (int64) lease_expires, hex);
+}
+
+/*
+ * Read one decimal field of a token ending at the next '.' (or at the end
+ * of the string when last is true).  Returns false on anything else.
+ */
+static bool
+grant_parse_field(const char **p, bool last, int64 min, int64 max, int64 *out)
+{
+	const char *s = *p;
+	bool		neg = false;
+	uint64		v = 0;
+	int			digits = 0;
+
+	if (*s == '-')
+	{
+		neg = true;
+		s++;
+	}
+	while (*s >= '0' && *s <= '9')
+	{
+		if (++digits > 19)
+			return false;
+		v = v * 10 + (*s - '0');
+		s++;
+	}
+	if (digits == 0 || v > (uint64) PG_INT64_MAX)
+		return false;
+	if (last ? *s != '\0' : *s != '.')
+		return false;
+	*out = neg ? -(int64) v : (int64) v;
+	if (*out < min || *out > max)
+		return false;
+	*p = last ? s : s + 1;
+	return true;
+}
+
+/*
+ * Parse and check a token.  On GRANT_OK, *grant holds what it names.
+ * Never raises an error for a bad token.
+ */
+SchedqGrantCheck
+schedq_grant_parse(const char *token, SchedqGrant *grant)
+{
+	const char *p = token;
+	int64		kid,
+				task_id,
+				attempt,
+				lease;
+	uint8		given[PG_SHA256_DIGEST_LENGTH];
+	uint8		expected[PG_SHA256_DIGEST_LENGTH];
+	const GrantKey *key = NULL;
+	uint8		diff = 0;
+	const char *sig;
+
+	if (!grant_parse_field(&p, false, 1, PG_INT32_MAX, &kid) ||
+		!grant_parse_field(&p, false, 1, PG_INT64_MAX, &task_id) ||
+		!grant_parse_field(&p, false, 1, PG_INT32_MAX, &attempt) ||
+		!grant_parse_field(&p, false, PG_INT64_MIN, PG_INT64_MAX, &lease))
+		return GRANT_MALFORMED;
+	sig = p;
+	if (strlen(sig) != PG_SHA256_DIGEST_LENGTH * 2 ||
+		strspn(sig, "0123456789abcdef") != PG_SHA256_DIGEST_LENGTH * 2)
+		return GRANT_MALFORMED;
+	hex_decode(sig, PG_SHA256_DIGEST_LENGTH * 2, (char *) given);
+
+	grant_load_keys(false);
+	for (int pass = 0; pass < 2 && key == NULL; pass++)
+	{
+		if (pass == 1)
+			grant_load_keys(true);	/* maybe rotated since we cached */
+		for (int i = 0; i < grant_nkeys; i++)
+			if (grant_keys[i].kid == kid)
+				key = &grant_keys[i];
+	}
+	if (key == NULL)
+		return GRANT_BAD_SIGNATURE;
+
+	grant_mac(key, task_id, (int32) attempt, (TimestampTz) lease, expected);
+	for (int i = 0; i < PG_SHA256_DIGEST_LENGTH; i++)
+		diff |= given[i] ^ expected[i];
+	if (diff != 0)
+		return GRANT_BAD_SIGNATURE;
+
+	grant->task_id = task_id;
+	grant->attempt = (int32) attempt;
+	grant->lease_expires = (TimestampTz) lease;
+	return GRANT_OK;
+}
+
+/*
+ * Parse a token, raising an error for a malformed or forged one.
+ */
+void
+schedq_grant_require(const char *token, SchedqGrant *grant)
+{
+	switch (schedq_grant_parse(token, grant))
+	{
+		case GRANT_OK:
+			return;
+		case GRANT_MALFORMED:
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					errmsg("malformed grant token"));
+			break;
+		case GRANT_BAD_SIGNATURE:
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+					errmsg("invalid grant signature"),
+					errdetail("The grant was not signed by a current key of this database."));
+			break;
+	}
+}
+
+PG_FUNCTION_INFO_V1(schedq_verify_grant);
+
+/*
+ * schedq.verify_grant(token): what a grant is worth now, without raising
+ * an error for a bad one.
+ */
+Datum
+schedq_verify_grant(PG_FUNCTION_ARGS)
+{
+	char	   *token = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SchedqCall	call;
+	SchedqGrant grant;
+	const char *verdict;
+	static const Oid argtypes[] = {INT8OID, INT4OID};
+
+	schedq_call_begin(&call);
+	switch (schedq_grant_parse(token, &grant))
+	{
+		case GRANT_MALFORMED:
+			verdict = "malformed";
+			break;
+		case GRANT_BAD_SIGNATURE:
+			verdict = "bad_signature";
+			break;
+		default:
+			{
+				Datum		values[2] = {Int64GetDatum(grant.task_id),
+				Int32GetDatum(grant.attempt)};
+
+				if (schedq_execute(schedq_plan(&plan_task_state,
+											   "SELECT lease_expires_at < now()"
+											   " FROM schedq.task"
+											   " WHERE id = $1 AND attempts = $2"
+											   " AND status = 'running'",
+											   2, argtypes),
+								   values, NULL, true, 1, SPI_OK_SELECT) == 0)
+					verdict = "stale";
+				else
+				{
+					bool		isnull;
+					bool		expired = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+																	 SPI_tuptable->tupdesc,
+																	 1, &isnull));
+
+					verdict = (!isnull && expired) ? "expired" : "valid";
+				}
+			}
+			break;
+	}
+	schedq_call_end(&call);
+	PG_RETURN_TEXT_P(cstring_to_text(verdict));
+}
+
+PG_FUNCTION_INFO_V1(schedq_rotate_grant_key);
+
+/*
+ * schedq.rotate_grant_key(): add a new signing key and drop every key but
+ * it and the one before, which keeps verifying grants in flight.
+ */
+Datum
+schedq_rotate_grant_key(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	uint8		secret[GRANT_SECRET_LEN];
+	bytea	   *secret_datum;
+	Datum		values[1];
+	bool		isnull;
+	int32		kid;
+	static const Oid argtypes[] = {BYTEAOID};
+
+	if (!pg_strong_random(secret, sizeof(secret)))
+		ereport(ERROR,
+				errcode(ERRCODE_INTERNAL_ERROR),
+				errmsg("could not generate a random grant key"));
+	secret_datum = palloc(VARHDRSZ + sizeof(secret));
+	SET_VARSIZE(secret_datum, VARHDRSZ + sizeof(secret));
+	memcpy(VARDATA(secret_datum), secret, sizeof(secret));
+	values[0] = PointerGetDatum(secret_datum);
+
+	schedq_call_begin(&call);
+	if (SPI_execute("LOCK TABLE schedq.grant_key IN EXCLUSIVE MODE", false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not lock schedq.grant_key");
+	schedq_execute(schedq_plan(&plan_rotate,
+							   "WITH k AS (INSERT INTO schedq.grant_key (kid, secret)"
+							   "   SELECT COALESCE(max(kid), 0) + 1, $1 FROM schedq.grant_key"
+							   "   RETURNING kid),"
+							   " d AS (DELETE FROM schedq.grant_key g USING k"
+							   "   WHERE g.kid < k.kid - 1)"
+							   " SELECT kid FROM k",
+							   1, argtypes),
+				   values, NULL, false, 0, SPI_OK_SELECT);
+	kid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_call_end(&call);
+
+	explicit_bzero(secret, sizeof(secret));
+	explicit_bzero(VARDATA(secret_datum), sizeof(secret));
+
+	if (!grant_xact_callback_registered)
+	{
+		RegisterXactCallback(grant_xact_callback, NULL);
+		grant_xact_callback_registered = true;
+	}
+	grant_rotated_in_xact = true;
+	grant_generation = 0;
+
+	PG_RETURN_INT32(kid);
+}

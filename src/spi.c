@@ -1,0 +1,128 @@
+/*-------------------------------------------------------------------------
+ * spi.c
+ *	  The bracket around every SQL-callable function's queries, and the
+ *	  per-backend cache of prepared plans.
+ *
+ * Every SQL-callable function of schedq records its caller, then runs its
+ * own queries as the owner of the schedq tables (a superuser, since the
+ * extension is not trusted), the way ri_triggers.c runs its checks as the
+ * table owner.  Roles therefore need EXECUTE on the functions and nothing
+ * on the tables; which tasks a caller may touch is decided in the queries
+ * from the recorded caller.  The functions are declared with
+ * SET search_path = pg_catalog, pg_temp, so no caller's search_path ever
+ * resolves a name or an operator in these queries.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "schedq.h"
+
+/*
+ * The role that owns the schedq tables in this database.
+ */
+static Oid
+spi_tables_owner(void)
+{
+	Oid			nsp = get_namespace_oid("schedq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("task", nsp) : InvalidOid;
+	HeapTuple	tuple;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("extension \"schedq\" is not installed in this database"));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * Remember the caller, switch to the tables' owner and connect to SPI.
+ * Must be paired with schedq_call_end on the success path; an error
+ * unwinds both through transaction abort.
+ */
+void
+schedq_call_begin(SchedqCall *call)
+{
+	Oid			owner;
+
+	schedq_require_preloaded();
+	call->caller = GetUserId();
+	owner = spi_tables_owner();
+	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
+	SetUserIdAndSecContext(owner,
+						   call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/*
+ * Disconnect from SPI and become the caller again.
+ */
+void
+schedq_call_end(SchedqCall *call)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
+}
+
+/*
+ * May the caller act on a task or run owned by the given role?  It may
+ * when it has that role's privileges: it is the role, a member of it with
+ * INHERIT, or a superuser.
+ */
+bool
+schedq_caller_acts_for(SchedqCall *call, Oid owner)
+{
+	return has_privs_of_role(call->caller, owner);
+}
+
+/*
+ * Prepare a query once per backend and keep its plan in *cache.  The plan
+ * cache re-plans it by itself after DDL, including DROP and CREATE
+ * EXTENSION.
+ */
+SPIPlanPtr
+schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs, const Oid *argtypes)
+{
+	if (*cache == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		*cache = plan;
+	}
+	return *cache;
+}
+
+/*
+ * Execute a kept plan and check that it returned the expected SPI result
+ * code.  Returns the number of rows processed.
+ */
+int
+schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
+			   bool read_only, long count, int expected)
+{
+	int			ret = SPI_execute_plan(plan, values, nulls, read_only, count);
+
+	if (ret != expected)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));
+	return (int) SPI_processed;
+}
