@@ -98,7 +98,7 @@ grant_load_keys(bool force)
 								   "SELECT kid, secret FROM schedq.grant_key"
 								   " ORDER BY kid DESC LIMIT " CppAsString2(GRANT_MAX_KEYS),
 								   0, NULL),
-					   NULL, NULL, true, 0, SPI_OK_SELECT);
+					   NULL, NULL, 0, SPI_OK_SELECT);
 	grant_nkeys = 0;
 	for (int i = 0; i < n; i++)
 	{
@@ -315,7 +315,7 @@ schedq_verify_grant(PG_FUNCTION_ARGS)
 											   " WHERE id = $1 AND attempts = $2"
 											   " AND status = 'running'",
 											   2, argtypes),
-								   values, NULL, true, 1, SPI_OK_SELECT) == 0)
+								   values, NULL, 1, SPI_OK_SELECT) == 0)
 					verdict = "stale";
 				else
 				{
@@ -370,7 +370,7 @@ schedq_rotate_grant_key(PG_FUNCTION_ARGS)
 							   "   WHERE g.kid < k.kid - 1)"
 							   " SELECT kid FROM k",
 							   1, argtypes),
-				   values, NULL, false, 0, SPI_OK_SELECT);
+				   values, NULL, 0, SPI_OK_SELECT);
 	kid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	schedq_call_end(&call);
 

@@ -61,7 +61,7 @@ manage_lock_task(SchedqCall *call, int64 task_id)
 								   "SELECT status, owner::oid FROM schedq.task"
 								   " WHERE id = $1 FOR UPDATE",
 								   1, types),
-					   &value, NULL, false, 0, SPI_OK_SELECT) == 0)
+					   &value, NULL, 0, SPI_OK_SELECT) == 0)
 		return NULL;
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 2, &isnull));
@@ -107,7 +107,7 @@ schedq_cancel(PG_FUNCTION_ARGS)
 								   " SET status = 'canceled', finished_at = now()"
 								   " WHERE id = $1",
 								   1, types),
-					   &id, NULL, false, 0, SPI_OK_UPDATE);
+					   &id, NULL, 0, SPI_OK_UPDATE);
 		canceled = true;
 	}
 	schedq_call_end(&call);
@@ -142,7 +142,7 @@ schedq_retry(PG_FUNCTION_ARGS)
 									   " WHERE t.id = $1 AND o.dedup_key = t.dedup_key"
 									   " AND o.status IN ('pending', 'available', 'running')",
 									   1, types),
-						   &id, NULL, false, 1, SPI_OK_SELECT) > 0)
+						   &id, NULL, 1, SPI_OK_SELECT) > 0)
 			ereport(ERROR,
 					errcode(ERRCODE_UNIQUE_VIOLATION),
 					errmsg("cannot retry task " INT64_FORMAT ": another live task holds dedup_key \"%s\"",
@@ -158,7 +158,7 @@ schedq_retry(PG_FUNCTION_ARGS)
 								   "     result = NULL, finished_at = NULL"
 								   " WHERE id = $1",
 								   1, types),
-					   &id, NULL, false, 0, SPI_OK_UPDATE);
+					   &id, NULL, 0, SPI_OK_UPDATE);
 		retried = true;
 		schedq_count(METRIC_TASKS_RETRIED, 1);
 	}
@@ -185,7 +185,7 @@ manage_set_paused(FunctionCallInfo fcinfo, bool paused)
 							   "INSERT INTO schedq.queue (name, paused) VALUES ($1, $2)"
 							   " ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused",
 							   2, types),
-				   values, NULL, false, 0, SPI_OK_INSERT);
+				   values, NULL, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 }
 
@@ -240,7 +240,7 @@ schedq_set_concurrency_limit(PG_FUNCTION_ARGS)
 		schedq_execute(schedq_plan(&plan_limit_drop,
 								   "DELETE FROM schedq.concurrency_limit WHERE key = $1",
 								   1, types),
-					   values, NULL, false, 0, SPI_OK_DELETE);
+					   values, NULL, 0, SPI_OK_DELETE);
 	else
 	{
 		values[1] = PG_GETARG_DATUM(1);
@@ -249,7 +249,7 @@ schedq_set_concurrency_limit(PG_FUNCTION_ARGS)
 								   " VALUES ($1, $2) ON CONFLICT (key)"
 								   " DO UPDATE SET max_active = EXCLUDED.max_active",
 								   2, types),
-					   values, NULL, false, 0, SPI_OK_INSERT);
+					   values, NULL, 0, SPI_OK_INSERT);
 	}
 	schedq_call_end(&call);
 	PG_RETURN_VOID();
@@ -316,7 +316,7 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 							   "       THEN b.used ELSE 0 END,"
 							   "     period_start = EXCLUDED.period_start",
 							   3, types),
-				   values, nulls, false, 0, SPI_OK_INSERT);
+				   values, nulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 	PG_RETURN_VOID();
 }

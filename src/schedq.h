@@ -33,6 +33,7 @@ extern int	schedq_max_payload_bytes;
 typedef struct SchedqCall
 {
 	Oid			caller;			/* role that called the SQL function */
+	bool		admin;			/* caller may act on every task */
 	Oid			save_userid;
 	int			save_sec_context;
 } SchedqCall;
@@ -46,7 +47,7 @@ typedef struct _SPI_plan *SPIPlanPtr;
 extern SPIPlanPtr schedq_plan(SPIPlanPtr *cache, const char *sql,
 							  int nargs, const Oid *argtypes);
 extern int	schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
-						   bool read_only, long count, int expected);
+						   long count, int expected);
 
 /* Grants (auth.c). */
 extern char *schedq_grant_sign(int64 task_id, int32 attempt, TimestampTz lease_expires);

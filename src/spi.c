@@ -61,6 +61,7 @@ schedq_call_begin(SchedqCall *call)
 
 	schedq_require_preloaded();
 	call->caller = GetUserId();
+	call->admin = has_bypassrls_privilege(call->caller);
 	owner = spi_tables_owner();
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
 	SetUserIdAndSecContext(owner,
@@ -81,13 +82,14 @@ schedq_call_end(SchedqCall *call)
 
 /*
  * May the caller act on a task or run owned by the given role?  It may
- * when it has that role's privileges: it is the role, a member of it with
- * INHERIT, or a superuser.
+ * when it has that role's privileges (it is the role, a member of it with
+ * INHERIT, or a superuser), or when it is an admin: a role with BYPASSRLS,
+ * which also sees every row of schedq.task.
  */
 bool
 schedq_caller_acts_for(SchedqCall *call, Oid owner)
 {
-	return has_privs_of_role(call->caller, owner);
+	return call->admin || has_privs_of_role(call->caller, owner);
 }
 
 /*
@@ -114,13 +116,15 @@ schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs, const Oid *argtypes)
 
 /*
  * Execute a kept plan and check that it returned the expected SPI result
- * code.  Returns the number of rows processed.
+ * code.  Returns the number of rows processed.  Never read-only: every
+ * query takes a new snapshot, so it sees what earlier calls in the same
+ * statement did (a claim and a complete in one SELECT, say).
  */
 int
 schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
-			   bool read_only, long count, int expected)
+			   long count, int expected)
 {
-	int			ret = SPI_execute_plan(plan, values, nulls, read_only, count);
+	int			ret = SPI_execute_plan(plan, values, nulls, false, count);
 
 	if (ret != expected)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));

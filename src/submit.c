@@ -252,7 +252,7 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 									   " WHERE NOT EXISTS (SELECT FROM schedq.budget"
 									   "   WHERE name = b) LIMIT 1",
 									   1, types),
-						   &a->v[A_BUDGETS], NULL, true, 0, SPI_OK_SELECT) > 0)
+						   &a->v[A_BUDGETS], NULL, 0, SPI_OK_SELECT) > 0)
 			ereport(ERROR,
 					errcode(ERRCODE_UNDEFINED_OBJECT),
 					errmsg("budget \"%s\" does not exist",
@@ -270,7 +270,7 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 									   "SELECT status, owner::oid FROM schedq.run"
 									   " WHERE id = $1 FOR SHARE",
 									   1, types),
-						   &a->v[A_RUN_ID], NULL, false, 0, SPI_OK_SELECT) == 0)
+						   &a->v[A_RUN_ID], NULL, 0, SPI_OK_SELECT) == 0)
 			ereport(ERROR,
 					errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 					errmsg("run " INT64_FORMAT " does not exist",
@@ -303,7 +303,7 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 									   " WHERE t.id IS NULL"
 									   "    OR t.run_id IS DISTINCT FROM $2 LIMIT 1",
 									   2, types),
-						   values, nulls, true, 0, SPI_OK_SELECT) > 0)
+						   values, nulls, 0, SPI_OK_SELECT) > 0)
 		{
 			char	   *dep = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 
@@ -354,7 +354,7 @@ submit_one(SchedqCall *call, TaskArgs *a)
 		schedq_execute(schedq_plan(&plan_insert,
 								   TASK_INSERT_COLUMNS " RETURNING id",
 								   NUM_TASK_ARGS + 2, task_arg_types),
-					   values, nulls, false, 0, SPI_OK_INSERT_RETURNING);
+					   values, nulls, 0, SPI_OK_INSERT_RETURNING);
 		schedq_count(METRIC_TASKS_SUBMITTED, 1);
 		return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
@@ -374,7 +374,7 @@ submit_one(SchedqCall *call, TaskArgs *a)
 									   " AND status IN ('pending', 'available', 'running')"
 									   " DO NOTHING RETURNING id",
 									   NUM_TASK_ARGS + 2, task_arg_types),
-						   values, nulls, false, 0, SPI_OK_INSERT_RETURNING) == 1)
+						   values, nulls, 0, SPI_OK_INSERT_RETURNING) == 1)
 		{
 			schedq_count(METRIC_TASKS_SUBMITTED, 1);
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
@@ -385,7 +385,7 @@ submit_one(SchedqCall *call, TaskArgs *a)
 									   " WHERE dedup_key = $1"
 									   " AND status IN ('pending', 'available', 'running')",
 									   1, types),
-						   &a->v[A_DEDUP_KEY], NULL, false, 0, SPI_OK_SELECT) == 1)
+						   &a->v[A_DEDUP_KEY], NULL, 0, SPI_OK_SELECT) == 1)
 		{
 			HeapTuple	tuple = SPI_tuptable->vals[0];
 			Oid			owner = DatumGetObjectId(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
@@ -555,7 +555,7 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 									   " WHERE jsonb_typeof(e.elem) <> 'object' OR k.key IS NOT NULL"
 									   " ORDER BY e.ord LIMIT 1",
 									   2, check_types),
-						   values, NULL, true, 0, SPI_OK_SELECT) > 0)
+						   values, NULL, 0, SPI_OK_SELECT) > 0)
 		{
 			HeapTuple	tuple = SPI_tuptable->vals[0];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -584,7 +584,7 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 								   "   depends_on bigint[], dedup_key text)"
 								   " ORDER BY e.ord",
 								   1, check_types),
-					   (Datum[]) {JsonbPGetDatum(tasks)}, NULL, true, 0, SPI_OK_SELECT);
+					   (Datum[]) {JsonbPGetDatum(tasks)}, NULL, 0, SPI_OK_SELECT);
 	rows = SPI_tuptable;		/* keep it: submit_one runs more queries */
 
 	for (uint64 row = 0; row < n; row++)

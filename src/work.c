@@ -56,7 +56,7 @@ typedef enum ClaimQueueFilter
 	"SELECT t.id, t.budgets, t.cost FROM schedq.task t" \
 	" WHERE t.status = 'available'" queue_filter \
 	" AND t.required_caps <@ $3" \
-	" AND pg_has_role($4, t.owner::oid, 'USAGE')" \
+	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))" \
 	" AND t.queue <> ALL (ARRAY(SELECT q.name FROM schedq.queue q WHERE q.paused))" \
 	" AND (t.budgets = '{}' OR NOT EXISTS (" \
 	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)" \
@@ -105,7 +105,7 @@ claim_admit_budgets(Datum budgets, Datum cost)
 							   "   WHERE b.name = l.name AND v.ok)"
 							   " SELECT COALESCE(ok, false) FROM verdict",
 							   2, types),
-				   values, NULL, false, 0, SPI_OK_SELECT);
+				   values, NULL, 0, SPI_OK_SELECT);
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
@@ -117,16 +117,17 @@ static int
 claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues, bool queues_null,
 		   Datum caps, int n, int64 *ids)
 {
-	static const Oid types[] = {INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID};
-	Datum		values[4] = {Int32GetDatum(n), queues, caps, ObjectIdGetDatum(call->caller)};
-	char		nulls[4] = {' ', queues_null ? 'n' : ' ', ' ', ' '};
+	static const Oid types[] = {INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID};
+	Datum		values[5] = {Int32GetDatum(n), queues, caps,
+	ObjectIdGetDatum(call->caller), BoolGetDatum(call->admin)};
+	char		nulls[5] = {' ', queues_null ? 'n' : ' ', ' ', ' ', ' '};
 	SPITupleTable *rows;
 	int			found;
 	int			taken = 0;
 
 	found = schedq_execute(schedq_plan(&plan_candidates[filter],
-									   claim_candidate_sql[filter], 4, types),
-						   values, nulls, false, 0, SPI_OK_SELECT);
+									   claim_candidate_sql[filter], 5, types),
+						   values, nulls, 0, SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	for (int i = 0; i < found; i++)
 	{
@@ -256,7 +257,7 @@ schedq_claim(PG_FUNCTION_ARGS)
 										  " RETURNING id, attempts, queue, kind, payload, priority,"
 										  "     run_id, lease_expires_at",
 										  3, types),
-							  values, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
+							  values, NULL, 0, SPI_OK_UPDATE_RETURNING);
 		if (done != taken)
 			elog(ERROR, "claimed %d tasks but updated %d", taken, done);
 		rows = SPI_tuptable;
@@ -341,7 +342,7 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 								   " WHERE id = $1 AND attempts = $2 AND status = 'running'"
 								   " RETURNING lease_expires_at",
 								   3, types),
-					   values, nulls, false, 0, SPI_OK_UPDATE_RETURNING) == 1)
+					   values, nulls, 0, SPI_OK_UPDATE_RETURNING) == 1)
 		expires = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	schedq_call_end(&call);
 
@@ -377,7 +378,7 @@ schedq_complete(PG_FUNCTION_ARGS)
 									  " SET status = 'done', result = $3, finished_at = now()"
 									  " WHERE id = $1 AND attempts = $2 AND status = 'running'",
 									  3, types),
-						  values, nulls, false, 0, SPI_OK_UPDATE) == 1;
+						  values, nulls, 0, SPI_OK_UPDATE) == 1;
 	schedq_call_end(&call);
 
 	if (done)
@@ -447,7 +448,7 @@ schedq_fail(PG_FUNCTION_ARGS)
 								   " WHERE id = $1 AND attempts = $2 AND status = 'running'"
 								   " FOR UPDATE",
 								   2, lock_types),
-					   values, NULL, false, 0, SPI_OK_SELECT) == 0)
+					   values, NULL, 0, SPI_OK_SELECT) == 0)
 		status = "stale";
 	else
 	{
@@ -468,7 +469,7 @@ schedq_fail(PG_FUNCTION_ARGS)
 									   "     finished_at = now()"
 									   " WHERE id = $1",
 									   2, final_types),
-						   values, NULL, false, 0, SPI_OK_UPDATE);
+						   values, NULL, 0, SPI_OK_UPDATE);
 			schedq_count(METRIC_TASKS_FAILED, 1);
 		}
 		else
@@ -490,7 +491,7 @@ schedq_fail(PG_FUNCTION_ARGS)
 									   "     claimed_by = NULL, lease_expires_at = NULL"
 									   " WHERE id = $1",
 									   4, retry_types),
-						   values, NULL, false, 0, SPI_OK_UPDATE);
+						   values, NULL, 0, SPI_OK_UPDATE);
 			schedq_count(METRIC_TASKS_RETRIED, 1);
 		}
 	}

@@ -1,0 +1,86 @@
+-- Finishing attempts: complete, fail with backoff, retry_in, permanent,
+-- max_attempts, heartbeat, and stale grants.
+DROP EXTENSION IF EXISTS schedq CASCADE;
+CREATE EXTENSION schedq;
+
+-- complete: true once, then false (the attempt is no longer running).
+SELECT schedq.submit('ok');
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.complete(:'t', '{"sent": true}');
+SELECT schedq.complete(:'t', '{"sent": false}');
+SELECT status, result, finished_at IS NOT NULL AS finished FROM schedq.task WHERE id = 1;
+
+-- fail with attempts left: back to wait for the backoff, 1 s +-25 %
+-- after the first attempt, 2 s +-25 % after the second.
+SELECT schedq.submit('flaky', max_attempts => 3);
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.fail(:'t', 'connection refused');
+SELECT status, attempts, last_error, claimed_by,
+	   run_at - now() BETWEEN interval '0.75 s' AND interval '1.25 s' AS backoff_1s
+  FROM schedq.task WHERE id = 2;
+-- The old grant is stale now.
+SELECT schedq.fail(:'t', 'again'), schedq.complete(:'t'), schedq.heartbeat(:'t');
+-- Second attempt (made available by hand: the scheduler is not running).
+UPDATE schedq.task SET status = 'available', run_at = now() WHERE id = 2;
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.fail(:'t', 'timeout');
+SELECT status, attempts,
+	   run_at - now() BETWEEN interval '1.5 s' AND interval '2.5 s' AS backoff_2s
+  FROM schedq.task WHERE id = 2;
+-- Third attempt fails for good: max_attempts is 3.
+UPDATE schedq.task SET status = 'available', run_at = now() WHERE id = 2;
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.fail(:'t', 'gave up');
+SELECT status, attempts, last_error, finished_at IS NOT NULL AS finished
+  FROM schedq.task WHERE id = 2;
+
+-- retry_in overrides the backoff; zero makes the task available at once.
+SELECT schedq.submit('later');
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.fail(:'t', 'rate limited', retry_in => '10 minutes');
+SELECT status, run_at - now() BETWEEN interval '9 min 59 s' AND interval '10 min' AS in_10_min
+  FROM schedq.task WHERE id = 3;
+UPDATE schedq.task SET status = 'available', run_at = now() WHERE id = 3;
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.fail(:'t', 'retry now', retry_in => '0');
+SELECT status, attempts FROM schedq.task WHERE id = 3;
+SELECT id, attempt, schedq.complete(token) FROM schedq.claim('w');
+-- A gated task goes back to pending even with retry_in 0.
+SELECT schedq.submit('keyed', lock_key => 'k');
+UPDATE schedq.task SET status = 'available' WHERE id = 4;
+SELECT token AS t FROM schedq.claim('w') \gset
+SELECT schedq.fail(:'t', 'x', retry_in => '0');
+SELECT status FROM schedq.task WHERE id = 4;
+
+-- permanent fails at once, whatever attempts remain.
+SELECT schedq.submit('bad-input', max_attempts => 10);
+SELECT token AS t FROM schedq.claim('w') WHERE id = 5 \gset
+SELECT schedq.fail(:'t', 'invalid address', permanent => true);
+SELECT status, attempts, last_error FROM schedq.task WHERE id = 5;
+
+-- heartbeat extends the lease (never shortens it) and returns the expiry;
+-- NULL once the attempt is over.
+SELECT schedq.submit('long');
+SELECT token AS t FROM schedq.claim('w', lease => '1 minute') WHERE id = 6 \gset
+BEGIN;	-- one now() for the comparisons below
+SELECT schedq.heartbeat(:'t', '10 minutes') = now() + interval '10 minutes' AS extended;
+SELECT schedq.heartbeat(:'t', '1 second') = now() + interval '10 minutes' AS not_shortened;
+SELECT lease_expires_at = now() + interval '10 minutes' AS stored FROM schedq.task WHERE id = 6;
+-- Without extend, the claim's own lease is used again.
+UPDATE schedq.task SET lease_expires_at = now() WHERE id = 6;
+SELECT schedq.heartbeat(:'t') = now() + interval '1 minute' AS claim_lease;
+COMMIT;
+SELECT schedq.complete(:'t');
+SELECT schedq.heartbeat(:'t') IS NULL AS stopped;
+
+-- A stale worker cannot touch the new attempt: the attempt number fences
+-- it, and complete/fail report it without changing anything.
+SELECT schedq.submit('fenced');
+SELECT token AS old FROM schedq.claim('w') WHERE id = 7 \gset
+UPDATE schedq.task SET status = 'available' WHERE id = 7;   -- as if reclaimed
+SELECT token AS new FROM schedq.claim('w') WHERE id = 7 \gset
+SELECT schedq.complete(:'old') AS old_complete, schedq.fail(:'old', 'x') AS old_fail,
+	   schedq.heartbeat(:'old') AS old_heartbeat, schedq.verify_grant(:'old');
+SELECT status, attempts FROM schedq.task WHERE id = 7;
+SELECT schedq.complete(:'new');
+SELECT status, attempts FROM schedq.task WHERE id = 7;

@@ -1,0 +1,49 @@
+-- Installing schedq: the objects it creates, and that PUBLIC gets nothing.
+CREATE EXTENSION schedq;
+SELECT extversion, extrelocatable, n.nspname
+  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+ WHERE extname = 'schedq';
+
+-- Every table, view and sequence of the extension.
+SELECT c.relname, c.relkind, c.relrowsecurity
+  FROM pg_class c
+ WHERE c.relnamespace = 'schedq'::regnamespace AND c.relkind IN ('r', 'v', 'S')
+ ORDER BY c.relname;
+
+-- Every function, with its arguments; each pins search_path.
+SELECT p.oid::regprocedure AS function, p.proconfig
+  FROM pg_proc p
+ WHERE p.pronamespace = 'schedq'::regnamespace
+ ORDER BY p.proname;
+
+-- PUBLIC has no privilege on the schema, any table, sequence or function.
+SELECT count(*) AS public_grants FROM (
+	SELECT (aclexplode(nspacl)).grantee FROM pg_namespace WHERE nspname = 'schedq'
+	UNION ALL
+	SELECT (aclexplode(relacl)).grantee FROM pg_class
+	 WHERE relnamespace = 'schedq'::regnamespace
+	UNION ALL
+	SELECT (aclexplode(proacl)).grantee FROM pg_proc
+	 WHERE pronamespace = 'schedq'::regnamespace
+) g WHERE grantee = 0;
+SELECT count(*) AS functions_without_acl FROM pg_proc
+ WHERE pronamespace = 'schedq'::regnamespace AND proacl IS NULL;
+
+-- No function is SECURITY DEFINER; none leaves search_path to the caller.
+SELECT count(*) FILTER (WHERE prosecdef) AS security_definer,
+	   count(*) FILTER (WHERE proconfig IS NULL
+						OR NOT 'search_path=pg_catalog, pg_temp' = ANY (proconfig))
+		 AS unpinned_search_path
+  FROM pg_proc WHERE pronamespace = 'schedq'::regnamespace;
+
+-- A first grant key exists and holds 32 random bytes.
+SELECT kid, length(secret) FROM schedq.grant_key;
+
+-- The tables are dumped with the database.
+SELECT count(*) AS dumped_tables
+  FROM pg_extension, unnest(extconfig) c WHERE extname = 'schedq';
+
+-- Dropping and creating again works.
+DROP EXTENSION schedq;
+CREATE EXTENSION schedq;
+SELECT count(*) AS keys FROM schedq.grant_key;

@@ -1,0 +1,92 @@
+-- Privileges: PUBLIC gets nothing; the README's GRANTs make submitters,
+-- workers and admins; a role sees and changes only its own tasks unless
+-- granted more; the grant secret is for superusers only.
+DROP EXTENSION IF EXISTS schedq CASCADE;
+CREATE EXTENSION schedq;
+
+CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE query;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+GRANT EXECUTE ON FUNCTION pg_temp.err(text) TO PUBLIC;
+
+CREATE ROLE regress_schedq_app;
+CREATE ROLE regress_schedq_other;
+CREATE ROLE regress_schedq_worker;
+CREATE ROLE regress_schedq_admin BYPASSRLS;
+
+-- Without grants a role can do nothing.
+SET ROLE regress_schedq_app;
+SELECT pg_temp.err($$SELECT schedq.submit('x')$$);
+SELECT pg_temp.err($$SELECT count(*) FROM schedq.task$$);
+RESET ROLE;
+
+-- Submitter.
+GRANT USAGE ON SCHEMA schedq TO regress_schedq_app, regress_schedq_other;
+GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
+	schedq.cancel, schedq.retry TO regress_schedq_app, regress_schedq_other;
+GRANT SELECT ON schedq.task, schedq.run TO regress_schedq_app, regress_schedq_other;
+-- Worker: may work on the tasks of the roles it is a member of.
+GRANT USAGE ON SCHEMA schedq TO regress_schedq_worker;
+GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
+	schedq.fail, schedq.verify_grant TO regress_schedq_worker;
+-- Admin: everything, on every task (BYPASSRLS).
+GRANT USAGE ON SCHEMA schedq TO regress_schedq_admin;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO regress_schedq_admin;
+GRANT SELECT ON ALL TABLES IN SCHEMA schedq TO regress_schedq_admin;
+REVOKE SELECT ON schedq.grant_key FROM regress_schedq_admin;
+
+SET ROLE regress_schedq_app;
+SELECT schedq.submit('app-1'), schedq.submit('app-2'), schedq.submit_sql('SELECT 1');
+SELECT id, kind, owner FROM schedq.task ORDER BY id;
+-- A submitter cannot write the table directly, nor claim.
+SELECT pg_temp.err($$UPDATE schedq.task SET status = 'done'$$);
+SELECT pg_temp.err($$SELECT schedq.claim('me')$$);
+SELECT pg_temp.err($$SELECT schedq.set_budget('b', 1)$$);
+SELECT pg_temp.err($$SELECT secret FROM schedq.grant_key$$);
+
+SET ROLE regress_schedq_other;
+SELECT schedq.submit('other-1');
+-- Each role sees only its own tasks ...
+SELECT id, kind, owner FROM schedq.task ORDER BY id;
+-- ... and cannot cancel or retry another's.
+SELECT pg_temp.err($$SELECT schedq.cancel(1)$$);
+SELECT pg_temp.err($$SELECT schedq.retry(1)$$);
+-- Nor take another's dedup_key.
+RESET ROLE;
+SET ROLE regress_schedq_app;
+SELECT schedq.submit('d', dedup_key => 'shared') AS app_task;
+SET ROLE regress_schedq_other;
+SELECT pg_temp.err($$SELECT schedq.submit('d', dedup_key => 'shared')$$);
+RESET ROLE;
+
+-- A worker gets only the tasks of roles it has the privileges of.
+SET ROLE regress_schedq_worker;
+SELECT count(*) FROM schedq.claim('w');
+RESET ROLE;
+GRANT regress_schedq_app TO regress_schedq_worker;
+SET ROLE regress_schedq_worker;
+SELECT id, kind FROM schedq.claim('w', n => 10);
+SELECT id, kind FROM schedq.claim('w', caps => '{sql}');
+RESET ROLE;
+
+-- The admin sees every task and may cancel any.
+SET ROLE regress_schedq_admin;
+SELECT id, kind, owner, status FROM schedq.task ORDER BY id;
+SELECT schedq.cancel(4);
+SELECT pg_temp.err($$SELECT secret FROM schedq.grant_key$$);
+RESET ROLE;
+
+-- Roles cannot read the secret through any function either: none
+-- returns it, and no function is SECURITY DEFINER.
+SELECT count(*) FROM pg_proc
+ WHERE pronamespace = 'schedq'::regnamespace AND prosecdef;
+
+DROP EXTENSION schedq;
+DROP OWNED BY regress_schedq_app, regress_schedq_other, regress_schedq_worker,
+	regress_schedq_admin;
+DROP ROLE regress_schedq_app, regress_schedq_other, regress_schedq_worker,
+	regress_schedq_admin;
