@@ -21,9 +21,6 @@ DATA = $(wildcard sql/schedq--*.sql)
 
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
 
-# PGXS does not track header dependencies.
-$(OBJS): $(wildcard src/*.h)
-
 # Suites, run by test/check.sh.  PGXS's REGRESS/ISOLATION variables are not
 # used: its check target refuses extensions, and the suites must run as an
 # unprivileged OS user against throwaway servers with the library preloaded.
@@ -39,6 +36,9 @@ endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS does not track header dependencies.
+$(OBJS): $(wildcard src/*.h)
+
 .PHONY: check demo bench
 
 check: all install
@@ -50,3 +50,10 @@ demo: all install
 
 bench: all install
 	PG_CONFIG="$(PG_CONFIG)" bash test/bench/run.sh
+
+.PHONY: format format-check
+format:
+	clang-format -i src/*.c src/*.h
+
+format-check:
+	clang-format --dry-run --Werror src/*.c src/*.h

@@ -36,21 +36,21 @@
 #include "schedq.h"
 #include "shmem.h"
 
-#define GRANT_MAX_KEYS 8
+#define GRANT_MAX_KEYS	 8
 #define GRANT_SECRET_LEN 32
 
 typedef struct GrantKey
 {
-	int32		kid;
-	uint8		secret[GRANT_SECRET_LEN];
+	int32 kid;
+	uint8 secret[GRANT_SECRET_LEN];
 } GrantKey;
 
 /* The cache: keys[0] is the newest, the one that signs. */
 static GrantKey grant_keys[GRANT_MAX_KEYS];
-static int	grant_nkeys = 0;
-static uint64 grant_generation = 0;	/* 0: nothing cached */
-static bool grant_xact_callback_registered = false;
-static bool grant_rotated_in_xact = false;
+static int		grant_nkeys = 0;
+static uint64	grant_generation = 0; /* 0: nothing cached */
+static bool		grant_xact_callback_registered = false;
+static bool		grant_rotated_in_xact = false;
 
 static SPIPlanPtr plan_load_keys = NULL;
 static SPIPlanPtr plan_rotate = NULL;
@@ -86,8 +86,8 @@ grant_xact_callback(XactEvent event, void *arg)
 static void
 grant_load_keys(bool force)
 {
-	uint64		generation = pg_atomic_read_u64(&schedq_shared->key_generation);
-	int			n;
+	uint64 generation = pg_atomic_read_u64(&schedq_shared->key_generation);
+	int	   n;
 
 	if (!force && grant_generation == generation && grant_nkeys > 0)
 		return;
@@ -96,31 +96,34 @@ grant_load_keys(bool force)
 		elog(ERROR, "SPI_connect failed");
 	n = schedq_execute(schedq_plan(&plan_load_keys,
 								   "SELECT kid, secret FROM schedq.grant_key"
-								   " ORDER BY kid DESC LIMIT " CppAsString2(GRANT_MAX_KEYS),
+								   " ORDER BY kid DESC LIMIT " CppAsString2(
+									   GRANT_MAX_KEYS),
 								   0, NULL),
 					   NULL, NULL, 0, SPI_OK_SELECT);
 	grant_nkeys = 0;
 	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int32		kid = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		bytea	   *secret = DatumGetByteaPP(SPI_getbinval(tuple, desc, 2, &isnull));
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool	  isnull;
+		int32	  kid = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		bytea *secret = DatumGetByteaPP(SPI_getbinval(tuple, desc, 2, &isnull));
 
 		if (VARSIZE_ANY_EXHDR(secret) != GRANT_SECRET_LEN)
 			elog(ERROR, "grant key %d has the wrong length", kid);
 		grant_keys[grant_nkeys].kid = kid;
-		memcpy(grant_keys[grant_nkeys].secret, VARDATA_ANY(secret), GRANT_SECRET_LEN);
+		memcpy(grant_keys[grant_nkeys].secret, VARDATA_ANY(secret),
+			   GRANT_SECRET_LEN);
 		grant_nkeys++;
 	}
 	SPI_finish();
 
 	if (grant_nkeys == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("schedq has no grant key in this database"),
-				errhint("A superuser can create one with schedq.rotate_grant_key()."));
+		ereport(
+			ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			errmsg("schedq has no grant key in this database"),
+			errhint(
+				"A superuser can create one with schedq.rotate_grant_key()."));
 	grant_generation = generation;
 }
 
@@ -131,12 +134,14 @@ static void
 grant_mac(const GrantKey *key, int64 task_id, int32 attempt,
 		  TimestampTz lease_expires, uint8 *mac)
 {
-	char		msg[128];
-	int			len;
+	char		 msg[128];
+	int			 len;
 	pg_hmac_ctx *ctx;
 
-	len = snprintf(msg, sizeof(msg), "schedq:1:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT,
-				   MyDatabaseId, key->kid, task_id, attempt, (int64) lease_expires);
+	len = snprintf(msg, sizeof(msg),
+				   "schedq:1:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT,
+				   MyDatabaseId, key->kid, task_id, attempt,
+				   (int64) lease_expires);
 	ctx = pg_hmac_create(PG_SHA256);
 	if (ctx == NULL)
 		elog(ERROR, "out of memory");
@@ -158,14 +163,15 @@ grant_mac(const GrantKey *key, int64 task_id, int32 attempt,
 char *
 schedq_grant_sign(int64 task_id, int32 attempt, TimestampTz lease_expires)
 {
-	uint8		mac[PG_SHA256_DIGEST_LENGTH];
-	char		hex[PG_SHA256_DIGEST_LENGTH * 2 + 1];
+	uint8 mac[PG_SHA256_DIGEST_LENGTH];
+	char  hex[PG_SHA256_DIGEST_LENGTH * 2 + 1];
 
 	grant_load_keys(false);
 	grant_mac(&grant_keys[0], task_id, attempt, lease_expires, mac);
 	hex[hex_encode((const char *) mac, sizeof(mac), hex)] = '\0';
 	return psprintf("%d." INT64_FORMAT ".%d." INT64_FORMAT ".%s",
-					grant_keys[0].kid, task_id, attempt, (int64) lease_expires, hex);
+					grant_keys[0].kid, task_id, attempt, (int64) lease_expires,
+					hex);
 }
 
 /*
@@ -210,16 +216,13 @@ grant_parse_field(const char **p, bool last, int64 min, int64 max, int64 *out)
 SchedqGrantCheck
 schedq_grant_parse(const char *token, SchedqGrant *grant)
 {
-	const char *p = token;
-	int64		kid,
-				task_id,
-				attempt,
-				lease;
-	uint8		given[PG_SHA256_DIGEST_LENGTH];
-	uint8		expected[PG_SHA256_DIGEST_LENGTH];
+	const char	   *p = token;
+	int64			kid, task_id, attempt, lease;
+	uint8			given[PG_SHA256_DIGEST_LENGTH];
+	uint8			expected[PG_SHA256_DIGEST_LENGTH];
 	const GrantKey *key = NULL;
-	uint8		diff = 0;
-	const char *sig;
+	uint8			diff = 0;
+	const char	   *sig;
 
 	if (!grant_parse_field(&p, false, 1, PG_INT32_MAX, &kid) ||
 		!grant_parse_field(&p, false, 1, PG_INT64_MAX, &task_id) ||
@@ -236,7 +239,7 @@ schedq_grant_parse(const char *token, SchedqGrant *grant)
 	for (int pass = 0; pass < 2 && key == NULL; pass++)
 	{
 		if (pass == 1)
-			grant_load_keys(true);	/* maybe rotated since we cached */
+			grant_load_keys(true); /* maybe rotated since we cached */
 		for (int i = 0; i < grant_nkeys; i++)
 			if (grant_keys[i].kid == kid)
 				key = &grant_keys[i];
@@ -267,15 +270,15 @@ schedq_grant_require(const char *token, SchedqGrant *grant)
 		case GRANT_OK:
 			return;
 		case GRANT_MALFORMED:
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			ereport(ERROR, errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 					errmsg("malformed grant token"));
 			break;
 		case GRANT_BAD_SIGNATURE:
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
-					errmsg("invalid grant signature"),
-					errdetail("The grant was not signed by a current key of this database."));
+			ereport(
+				ERROR, errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				errmsg("invalid grant signature"),
+				errdetail(
+					"The grant was not signed by a current key of this database."));
 			break;
 	}
 }
@@ -289,11 +292,11 @@ PG_FUNCTION_INFO_V1(schedq_verify_grant);
 Datum
 schedq_verify_grant(PG_FUNCTION_ARGS)
 {
-	char	   *token = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SchedqCall	call;
-	SchedqGrant grant;
-	const char *verdict;
-	static const Oid argtypes[] = {INT8OID, INT4OID};
+	char			*token = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SchedqCall		 call;
+	SchedqGrant		 grant;
+	const char		*verdict;
+	static const Oid argtypes[] = { INT8OID, INT4OID };
 
 	schedq_call_begin(&call);
 	switch (schedq_grant_parse(token, &grant))
@@ -305,29 +308,29 @@ schedq_verify_grant(PG_FUNCTION_ARGS)
 			verdict = "bad_signature";
 			break;
 		default:
+		{
+			Datum values[2] = { Int64GetDatum(grant.task_id),
+								Int32GetDatum(grant.attempt) };
+
+			if (schedq_execute(schedq_plan(&plan_task_state,
+										   "SELECT lease_expires_at < now()"
+										   " FROM schedq.task"
+										   " WHERE id = $1 AND attempts = $2"
+										   " AND status = 'running'",
+										   2, argtypes),
+							   values, NULL, 1, SPI_OK_SELECT) == 0)
+				verdict = "stale";
+			else
 			{
-				Datum		values[2] = {Int64GetDatum(grant.task_id),
-				Int32GetDatum(grant.attempt)};
+				bool isnull;
+				bool expired = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+														  SPI_tuptable->tupdesc,
+														  1, &isnull));
 
-				if (schedq_execute(schedq_plan(&plan_task_state,
-											   "SELECT lease_expires_at < now()"
-											   " FROM schedq.task"
-											   " WHERE id = $1 AND attempts = $2"
-											   " AND status = 'running'",
-											   2, argtypes),
-								   values, NULL, 1, SPI_OK_SELECT) == 0)
-					verdict = "stale";
-				else
-				{
-					bool		isnull;
-					bool		expired = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-																	 SPI_tuptable->tupdesc,
-																	 1, &isnull));
-
-					verdict = (!isnull && expired) ? "expired" : "valid";
-				}
+				verdict = (!isnull && expired) ? "expired" : "valid";
 			}
-			break;
+		}
+		break;
 	}
 	schedq_call_end(&call);
 	PG_RETURN_TEXT_P(cstring_to_text(verdict));
@@ -342,17 +345,16 @@ PG_FUNCTION_INFO_V1(schedq_rotate_grant_key);
 Datum
 schedq_rotate_grant_key(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	uint8		secret[GRANT_SECRET_LEN];
-	bytea	   *secret_datum;
-	Datum		values[1];
-	bool		isnull;
-	int32		kid;
-	static const Oid argtypes[] = {BYTEAOID};
+	SchedqCall		 call;
+	uint8			 secret[GRANT_SECRET_LEN];
+	bytea			*secret_datum;
+	Datum			 values[1];
+	bool			 isnull;
+	int32			 kid;
+	static const Oid argtypes[] = { BYTEAOID };
 
 	if (!pg_strong_random(secret, sizeof(secret)))
-		ereport(ERROR,
-				errcode(ERRCODE_INTERNAL_ERROR),
+		ereport(ERROR, errcode(ERRCODE_INTERNAL_ERROR),
 				errmsg("could not generate a random grant key"));
 	secret_datum = palloc(VARHDRSZ + sizeof(secret));
 	SET_VARSIZE(secret_datum, VARHDRSZ + sizeof(secret));
@@ -360,18 +362,22 @@ schedq_rotate_grant_key(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(secret_datum);
 
 	schedq_call_begin(&call);
-	if (SPI_execute("LOCK TABLE schedq.grant_key IN EXCLUSIVE MODE", false, 0) != SPI_OK_UTILITY)
+	if (SPI_execute("LOCK TABLE schedq.grant_key IN EXCLUSIVE MODE", false,
+					0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not lock schedq.grant_key");
-	schedq_execute(schedq_plan(&plan_rotate,
-							   "WITH k AS (INSERT INTO schedq.grant_key (kid, secret)"
-							   "   SELECT COALESCE(max(kid), 0) + 1, $1 FROM schedq.grant_key"
-							   "   RETURNING kid),"
-							   " d AS (DELETE FROM schedq.grant_key g USING k"
-							   "   WHERE g.kid < k.kid - 1)"
-							   " SELECT kid FROM k",
-							   1, argtypes),
-				   values, NULL, 0, SPI_OK_SELECT);
-	kid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_execute(
+		schedq_plan(
+			&plan_rotate,
+			"WITH k AS (INSERT INTO schedq.grant_key (kid, secret)"
+			"   SELECT COALESCE(max(kid), 0) + 1, $1 FROM schedq.grant_key"
+			"   RETURNING kid),"
+			" d AS (DELETE FROM schedq.grant_key g USING k"
+			"   WHERE g.kid < k.kid - 1)"
+			" SELECT kid FROM k",
+			1, argtypes),
+		values, NULL, 0, SPI_OK_SELECT);
+	kid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
 	schedq_call_end(&call);
 
 	explicit_bzero(secret, sizeof(secret));

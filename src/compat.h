@@ -31,4 +31,4 @@
 #define SCHEDQ_WAIT_EVENT(name) PG_WAIT_EXTENSION
 #endif
 
-#endif							/* SCHEDQ_COMPAT_H */
+#endif /* SCHEDQ_COMPAT_H */

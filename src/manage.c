@@ -39,8 +39,7 @@ static void
 manage_require(FunctionCallInfo fcinfo, int argno, const char *name)
 {
 	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("%s must not be null", name));
 }
 
@@ -52,10 +51,10 @@ manage_require(FunctionCallInfo fcinfo, int argno, const char *name)
 static char *
 manage_lock_task(SchedqCall *call, int64 task_id)
 {
-	static const Oid types[] = {INT8OID};
-	Datum		value = Int64GetDatum(task_id);
-	bool		isnull;
-	Oid			owner;
+	static const Oid types[] = { INT8OID };
+	Datum			 value = Int64GetDatum(task_id);
+	bool			 isnull;
+	Oid				 owner;
 
 	if (schedq_execute(schedq_plan(&plan_lock_task,
 								   "SELECT status, owner::oid FROM schedq.task"
@@ -66,10 +65,11 @@ manage_lock_task(SchedqCall *call, int64 task_id)
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 2, &isnull));
 	if (!schedq_caller_acts_for(call, owner))
-		ereport(ERROR,
-				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				errmsg("permission denied for task " INT64_FORMAT, task_id),
-				errdetail("Only roles with the privileges of the task's owner may change it."));
+		ereport(
+			ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			errmsg("permission denied for task " INT64_FORMAT, task_id),
+			errdetail(
+				"Only roles with the privileges of the task's owner may change it."));
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
@@ -77,7 +77,7 @@ static bool
 manage_is_terminal(const char *status)
 {
 	return strcmp(status, "done") == 0 || strcmp(status, "failed") == 0 ||
-		strcmp(status, "canceled") == 0 || strcmp(status, "skipped") == 0;
+		   strcmp(status, "canceled") == 0 || strcmp(status, "skipped") == 0;
 }
 
 PG_FUNCTION_INFO_V1(schedq_cancel);
@@ -89,11 +89,11 @@ PG_FUNCTION_INFO_V1(schedq_cancel);
 Datum
 schedq_cancel(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {INT8OID};
-	SchedqCall	call;
-	Datum		id;
-	char	   *status;
-	bool		canceled = false;
+	static const Oid types[] = { INT8OID };
+	SchedqCall		 call;
+	Datum			 id;
+	char			*status;
+	bool			 canceled = false;
 
 	manage_require(fcinfo, 0, "task_id");
 	id = PG_GETARG_DATUM(0);
@@ -102,12 +102,13 @@ schedq_cancel(PG_FUNCTION_ARGS)
 	status = manage_lock_task(&call, DatumGetInt64(id));
 	if (status != NULL && !manage_is_terminal(status))
 	{
-		schedq_execute(schedq_plan(&plan_cancel,
-								   "UPDATE schedq.task"
-								   " SET status = 'canceled', finished_at = now()"
-								   " WHERE id = $1",
-								   1, types),
-					   &id, NULL, 0, SPI_OK_UPDATE);
+		schedq_execute(
+			schedq_plan(&plan_cancel,
+						"UPDATE schedq.task"
+						" SET status = 'canceled', finished_at = now()"
+						" WHERE id = $1",
+						1, types),
+			&id, NULL, 0, SPI_OK_UPDATE);
 		canceled = true;
 	}
 	schedq_call_end(&call);
@@ -124,11 +125,11 @@ PG_FUNCTION_INFO_V1(schedq_retry);
 Datum
 schedq_retry(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {INT8OID};
-	SchedqCall	call;
-	Datum		id;
-	char	   *status;
-	bool		retried = false;
+	static const Oid types[] = { INT8OID };
+	SchedqCall		 call;
+	Datum			 id;
+	char			*status;
+	bool			 retried = false;
 
 	manage_require(fcinfo, 0, "task_id");
 	id = PG_GETARG_DATUM(0);
@@ -137,28 +138,33 @@ schedq_retry(PG_FUNCTION_ARGS)
 	status = manage_lock_task(&call, DatumGetInt64(id));
 	if (status != NULL && manage_is_terminal(status))
 	{
-		if (schedq_execute(schedq_plan(&plan_retry_dedup,
-									   "SELECT t.dedup_key FROM schedq.task t, schedq.task o"
-									   " WHERE t.id = $1 AND o.dedup_key = t.dedup_key"
-									   " AND o.status IN ('pending', 'available', 'running')",
-									   1, types),
-						   &id, NULL, 1, SPI_OK_SELECT) > 0)
-			ereport(ERROR,
-					errcode(ERRCODE_UNIQUE_VIOLATION),
-					errmsg("cannot retry task " INT64_FORMAT ": another live task holds dedup_key \"%s\"",
+		if (schedq_execute(
+				schedq_plan(
+					&plan_retry_dedup,
+					"SELECT t.dedup_key FROM schedq.task t, schedq.task o"
+					" WHERE t.id = $1 AND o.dedup_key = t.dedup_key"
+					" AND o.status IN ('pending', 'available', 'running')",
+					1, types),
+				&id, NULL, 1, SPI_OK_SELECT) > 0)
+			ereport(ERROR, errcode(ERRCODE_UNIQUE_VIOLATION),
+					errmsg("cannot retry task " INT64_FORMAT
+						   ": another live task holds dedup_key \"%s\"",
 						   DatumGetInt64(id),
-						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)));
-		schedq_execute(schedq_plan(&plan_retry,
-								   "UPDATE schedq.task"
-								   " SET status = CASE WHEN lock_key IS NULL"
-								   "       AND concurrency_key IS NULL AND depends_on = '{}'"
-								   "       THEN 'available' ELSE 'pending' END,"
-								   "     retry_base = attempts, run_at = now(),"
-								   "     claimed_by = NULL, lease_expires_at = NULL,"
-								   "     result = NULL, finished_at = NULL"
-								   " WHERE id = $1",
-								   1, types),
-					   &id, NULL, 0, SPI_OK_UPDATE);
+						   SPI_getvalue(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1)));
+		schedq_execute(
+			schedq_plan(
+				&plan_retry,
+				"UPDATE schedq.task"
+				" SET status = CASE WHEN lock_key IS NULL"
+				"       AND concurrency_key IS NULL AND depends_on = '{}'"
+				"       THEN 'available' ELSE 'pending' END,"
+				"     retry_base = attempts, run_at = now(),"
+				"     claimed_by = NULL, lease_expires_at = NULL,"
+				"     result = NULL, finished_at = NULL"
+				" WHERE id = $1",
+				1, types),
+			&id, NULL, 0, SPI_OK_UPDATE);
 		retried = true;
 		schedq_count(METRIC_TASKS_RETRIED, 1);
 	}
@@ -172,20 +178,22 @@ schedq_retry(PG_FUNCTION_ARGS)
 static void
 manage_set_paused(FunctionCallInfo fcinfo, bool paused)
 {
-	static const Oid types[] = {TEXTOID, BOOLOID};
-	SchedqCall	call;
-	Datum		values[2];
+	static const Oid types[] = { TEXTOID, BOOLOID };
+	SchedqCall		 call;
+	Datum			 values[2];
 
 	manage_require(fcinfo, 0, "queue");
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = BoolGetDatum(paused);
 
 	schedq_call_begin(&call);
-	schedq_execute(schedq_plan(&plan_queue,
-							   "INSERT INTO schedq.queue (name, paused) VALUES ($1, $2)"
-							   " ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused",
-							   2, types),
-				   values, NULL, 0, SPI_OK_INSERT);
+	schedq_execute(
+		schedq_plan(
+			&plan_queue,
+			"INSERT INTO schedq.queue (name, paused) VALUES ($1, $2)"
+			" ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused",
+			2, types),
+		values, NULL, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 }
 
@@ -224,32 +232,33 @@ PG_FUNCTION_INFO_V1(schedq_set_concurrency_limit);
 Datum
 schedq_set_concurrency_limit(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {TEXTOID, INT4OID};
-	SchedqCall	call;
-	Datum		values[2];
+	static const Oid types[] = { TEXTOID, INT4OID };
+	SchedqCall		 call;
+	Datum			 values[2];
 
 	manage_require(fcinfo, 0, "key");
 	values[0] = PG_GETARG_DATUM(0);
 	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("max_active must not be negative"));
 
 	schedq_call_begin(&call);
 	if (PG_ARGISNULL(1))
-		schedq_execute(schedq_plan(&plan_limit_drop,
-								   "DELETE FROM schedq.concurrency_limit WHERE key = $1",
-								   1, types),
-					   values, NULL, 0, SPI_OK_DELETE);
+		schedq_execute(
+			schedq_plan(&plan_limit_drop,
+						"DELETE FROM schedq.concurrency_limit WHERE key = $1",
+						1, types),
+			values, NULL, 0, SPI_OK_DELETE);
 	else
 	{
 		values[1] = PG_GETARG_DATUM(1);
-		schedq_execute(schedq_plan(&plan_limit_set,
-								   "INSERT INTO schedq.concurrency_limit (key, max_active)"
-								   " VALUES ($1, $2) ON CONFLICT (key)"
-								   " DO UPDATE SET max_active = EXCLUDED.max_active",
-								   2, types),
-					   values, NULL, 0, SPI_OK_INSERT);
+		schedq_execute(
+			schedq_plan(&plan_limit_set,
+						"INSERT INTO schedq.concurrency_limit (key, max_active)"
+						" VALUES ($1, $2) ON CONFLICT (key)"
+						" DO UPDATE SET max_active = EXCLUDED.max_active",
+						2, types),
+			values, NULL, 0, SPI_OK_INSERT);
 	}
 	schedq_call_end(&call);
 	PG_RETURN_VOID();
@@ -267,37 +276,33 @@ PG_FUNCTION_INFO_V1(schedq_set_budget);
 Datum
 schedq_set_budget(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {TEXTOID, NUMERICOID, INTERVALOID};
-	SchedqCall	call;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', PG_ARGISNULL(2) ? 'n' : ' '};
-	Numeric		limit;
+	static const Oid types[] = { TEXTOID, NUMERICOID, INTERVALOID };
+	SchedqCall		 call;
+	Datum			 values[3];
+	char			 nulls[3] = { ' ', ' ', PG_ARGISNULL(2) ? 'n' : ' ' };
+	Numeric			 limit;
 
 	manage_require(fcinfo, 0, "name");
 	manage_require(fcinfo, 1, "hard_limit");
 	if (VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("name must not be empty"));
 	limit = PG_GETARG_NUMERIC(1);
 	if (numeric_is_nan(limit) || numeric_is_inf(limit) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(limit),
 										 NumericGetDatum(int64_to_numeric(0)))))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("hard_limit must be a finite number not below zero"));
 	if (!PG_ARGISNULL(2))
 	{
-		Interval   *period = PG_GETARG_INTERVAL_P(2);
+		Interval *period = PG_GETARG_INTERVAL_P(2);
 
 		if (period->month != 0)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("budget period must not contain months or years"),
 					errhint("Use days instead, for example '30 days'."));
 		if (schedq_interval_usecs(period) <= 0)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("budget period must be positive"));
 		values[2] = PointerGetDatum(period);
 	}
@@ -305,18 +310,20 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 	values[1] = NumericGetDatum(limit);
 
 	schedq_call_begin(&call);
-	schedq_execute(schedq_plan(&plan_budget,
-							   "INSERT INTO schedq.budget AS b (name, hard_limit, period, period_start)"
-							   " VALUES ($1, $2, $3,"
-							   "   date_bin($3, now(), '2000-01-01 00:00:00+00'))"
-							   " ON CONFLICT (name) DO UPDATE"
-							   " SET hard_limit = EXCLUDED.hard_limit,"
-							   "     period = EXCLUDED.period,"
-							   "     used = CASE WHEN b.period IS NOT DISTINCT FROM EXCLUDED.period"
-							   "       THEN b.used ELSE 0 END,"
-							   "     period_start = EXCLUDED.period_start",
-							   3, types),
-				   values, nulls, 0, SPI_OK_INSERT);
+	schedq_execute(
+		schedq_plan(
+			&plan_budget,
+			"INSERT INTO schedq.budget AS b (name, hard_limit, period, period_start)"
+			" VALUES ($1, $2, $3,"
+			"   date_bin($3, now(), '2000-01-01 00:00:00+00'))"
+			" ON CONFLICT (name) DO UPDATE"
+			" SET hard_limit = EXCLUDED.hard_limit,"
+			"     period = EXCLUDED.period,"
+			"     used = CASE WHEN b.period IS NOT DISTINCT FROM EXCLUDED.period"
+			"       THEN b.used ELSE 0 END,"
+			"     period_start = EXCLUDED.period_start",
+			3, types),
+		values, nulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 	PG_RETURN_VOID();
 }

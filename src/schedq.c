@@ -22,15 +22,15 @@
 
 PG_MODULE_MAGIC;
 
-bool		schedq_enabled = true;
-int			schedq_promote_interval_ms = 1000;
-int			schedq_reaper_interval_ms = 1000;
-int			schedq_default_lease_s = 30;
-int			schedq_sql_workers = 2;
-int			schedq_retention_s = 7 * 24 * 3600;
-int			schedq_max_payload_bytes = 1024 * 1024;
+bool schedq_enabled = true;
+int	 schedq_promote_interval_ms = 1000;
+int	 schedq_reaper_interval_ms = 1000;
+int	 schedq_default_lease_s = 30;
+int	 schedq_sql_workers = 2;
+int	 schedq_retention_s = 7 * 24 * 3600;
+int	 schedq_max_payload_bytes = 1024 * 1024;
 
-void		_PG_init(void);
+void _PG_init(void);
 
 /*
  * Define the GUCs and, when preloading, install the shared memory hooks.
@@ -39,54 +39,37 @@ void
 _PG_init(void)
 {
 	DefineCustomBoolVariable("schedq.enabled",
-							 "Whether schedq's background workers act.",
-							 NULL,
-							 &schedq_enabled,
-							 true,
-							 PGC_SIGHUP, 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.promote_interval",
-							"Longest the scheduler sleeps between promotion passes.",
-							"Submits and due times wake the scheduler at once; this is only a fallback.",
-							&schedq_promote_interval_ms,
-							1000, 10, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							 "Whether schedq's background workers act.", NULL,
+							 &schedq_enabled, true, PGC_SIGHUP, 0, NULL, NULL,
+							 NULL);
+	DefineCustomIntVariable(
+		"schedq.promote_interval",
+		"Longest the scheduler sleeps between promotion passes.",
+		"Submits and due times wake the scheduler at once; this is only a fallback.",
+		&schedq_promote_interval_ms, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+		GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("schedq.reaper_interval",
-							"Time between passes of the reaper.",
-							NULL,
-							&schedq_reaper_interval_ms,
-							1000, 10, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							"Time between passes of the reaper.", NULL,
+							&schedq_reaper_interval_ms, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("schedq.default_lease",
-							"Lease given by a claim that names none.",
-							NULL,
-							&schedq_default_lease_s,
-							30, 1, INT_MAX / 1000,
-							PGC_SIGHUP, GUC_UNIT_S,
-							NULL, NULL, NULL);
+							"Lease given by a claim that names none.", NULL,
+							&schedq_default_lease_s, 30, 1, INT_MAX / 1000,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("schedq.sql_workers",
-							"Built-in SQL executors per database.",
-							NULL,
-							&schedq_sql_workers,
-							2, 0, 64,
-							PGC_SIGHUP, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.retention",
-							"How long finished tasks are kept; -1 keeps them forever.",
-							NULL,
-							&schedq_retention_s,
-							7 * 24 * 3600, -1, INT_MAX,
-							PGC_SIGHUP, GUC_UNIT_S,
-							NULL, NULL, NULL);
+							"Built-in SQL executors per database.", NULL,
+							&schedq_sql_workers, 2, 0, 64, PGC_SIGHUP, 0, NULL,
+							NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.retention",
+		"How long finished tasks are kept; -1 keeps them forever.", NULL,
+		&schedq_retention_s, 7 * 24 * 3600, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_S,
+		NULL, NULL, NULL);
 	DefineCustomIntVariable("schedq.max_payload",
-							"Largest payload a task may carry.",
-							NULL,
-							&schedq_max_payload_bytes,
-							1024 * 1024, 0, 1024 * 1024 * 1024,
-							PGC_SUSET, GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
+							"Largest payload a task may carry.", NULL,
+							&schedq_max_payload_bytes, 1024 * 1024, 0,
+							1024 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE, NULL,
+							NULL, NULL);
 	MarkGUCPrefixReserved("schedq");
 
 	if (!process_shared_preload_libraries_in_progress)
@@ -103,8 +86,7 @@ void
 schedq_require_preloaded(void)
 {
 	if (schedq_shared == NULL)
-		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("schedq must be loaded via shared_preload_libraries"));
 }
 
@@ -115,14 +97,15 @@ schedq_require_preloaded(void)
 int64
 schedq_interval_usecs(const Interval *span)
 {
-	int64		days;
-	int64		us;
+	int64 days;
+	int64 us;
 
 	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
 		pg_add_s64_overflow(days, span->day, &days) ||
 		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
 		pg_add_s64_overflow(us, span->time, &us))
 		return (span->time < 0 || span->day < 0 || span->month < 0) ?
-			PG_INT64_MIN : PG_INT64_MAX;
+				   PG_INT64_MIN :
+				   PG_INT64_MAX;
 	return us;
 }

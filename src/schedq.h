@@ -32,10 +32,10 @@ extern int	schedq_max_payload_bytes;
  */
 typedef struct SchedqCall
 {
-	Oid			caller;			/* role that called the SQL function */
-	bool		admin;			/* caller may act on every task */
-	Oid			save_userid;
-	int			save_sec_context;
+	Oid	 caller; /* role that called the SQL function */
+	bool admin;	 /* caller may act on every task */
+	Oid	 save_userid;
+	int	 save_sec_context;
 } SchedqCall;
 
 extern void schedq_call_begin(SchedqCall *call);
@@ -44,13 +44,14 @@ extern bool schedq_caller_acts_for(SchedqCall *call, Oid owner);
 
 /* Kept SPI plans, prepared once per backend (spi.c). */
 typedef struct _SPI_plan *SPIPlanPtr;
-extern SPIPlanPtr schedq_plan(SPIPlanPtr *cache, const char *sql,
-							  int nargs, const Oid *argtypes);
-extern int	schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
-						   long count, int expected);
+extern SPIPlanPtr schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs,
+							  const Oid *argtypes);
+extern int schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
+						  long count, int expected);
 
 /* Grants (auth.c). */
-extern char *schedq_grant_sign(int64 task_id, int32 attempt, TimestampTz lease_expires);
+extern char *schedq_grant_sign(int64 task_id, int32 attempt,
+							   TimestampTz lease_expires);
 
 typedef enum SchedqGrantCheck
 {
@@ -66,11 +67,12 @@ typedef struct SchedqGrant
 	TimestampTz lease_expires;
 } SchedqGrant;
 
-extern SchedqGrantCheck schedq_grant_parse(const char *token, SchedqGrant *grant);
+extern SchedqGrantCheck schedq_grant_parse(const char  *token,
+										   SchedqGrant *grant);
 extern void schedq_grant_require(const char *token, SchedqGrant *grant);
 
 /* Shared helpers for the API files. */
-extern void schedq_require_preloaded(void);
+extern void	 schedq_require_preloaded(void);
 extern int64 schedq_interval_usecs(const Interval *span);
 
-#endif							/* SCHEDQ_H */
+#endif /* SCHEDQ_H */

@@ -57,13 +57,14 @@ shmem_request(void)
 static void
 shmem_startup(void)
 {
-	bool		found;
+	bool found;
 
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	schedq_shared = ShmemInitStruct("schedq", sizeof(SchedqSharedState), &found);
+	schedq_shared =
+		ShmemInitStruct("schedq", sizeof(SchedqSharedState), &found);
 	if (!found)
 	{
 		pg_atomic_init_u64(&schedq_shared->key_generation, 1);

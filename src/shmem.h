@@ -39,7 +39,7 @@ typedef struct SchedqSharedState
 } SchedqSharedState;
 
 extern SchedqSharedState *schedq_shared;
-extern const char *const schedq_metric_names[SCHEDQ_NUM_METRICS];
+extern const char *const  schedq_metric_names[SCHEDQ_NUM_METRICS];
 
 extern void schedq_shmem_install_hooks(void);
 
@@ -51,4 +51,4 @@ schedq_count(SchedqMetric metric, uint64 n)
 		pg_atomic_fetch_add_u64(&schedq_shared->metrics[metric], n);
 }
 
-#endif							/* SCHEDQ_SHMEM_H */
+#endif /* SCHEDQ_SHMEM_H */

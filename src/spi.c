@@ -32,15 +32,15 @@
 static Oid
 spi_tables_owner(void)
 {
-	Oid			nsp = get_namespace_oid("schedq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("task", nsp) : InvalidOid;
-	HeapTuple	tuple;
-	Oid			owner;
+	Oid nsp = get_namespace_oid("schedq", true);
+	Oid relid = OidIsValid(nsp) ? get_relname_relid("task", nsp) : InvalidOid;
+	HeapTuple tuple;
+	Oid		  owner;
 
 	if (!OidIsValid(relid))
-		ereport(ERROR,
-				errcode(ERRCODE_UNDEFINED_OBJECT),
-				errmsg("extension \"schedq\" is not installed in this database"));
+		ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg(
+					"extension \"schedq\" is not installed in this database"));
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
@@ -57,15 +57,15 @@ spi_tables_owner(void)
 void
 schedq_call_begin(SchedqCall *call)
 {
-	Oid			owner;
+	Oid owner;
 
 	schedq_require_preloaded();
 	call->caller = GetUserId();
 	call->admin = has_bypassrls_privilege(call->caller);
 	owner = spi_tables_owner();
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
-	SetUserIdAndSecContext(owner,
-						   call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, call->save_sec_context |
+									  SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 }
@@ -102,7 +102,7 @@ schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs, const Oid *argtypes)
 {
 	if (*cache == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+		SPIPlanPtr plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s",
@@ -121,10 +121,10 @@ schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs, const Oid *argtypes)
  * statement did (a claim and a complete in one SELECT, say).
  */
 int
-schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls,
-			   long count, int expected)
+schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls, long count,
+			   int expected)
 {
-	int			ret = SPI_execute_plan(plan, values, nulls, false, count);
+	int ret = SPI_execute_plan(plan, values, nulls, false, count);
 
 	if (ret != expected)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));

@@ -54,23 +54,23 @@ typedef enum TaskArg
 } TaskArg;
 
 static const char *const task_arg_names[NUM_TASK_ARGS] = {
-	"kind", "payload", "queue", "priority", "run_at", "max_attempts",
-	"timeout", "lock_key", "version", "concurrency_key", "required_caps",
-	"budgets", "cost", "run_id", "depends_on", "dedup_key"
+	"kind",	   "payload",		  "queue",		   "priority",
+	"run_at",  "max_attempts",	  "timeout",	   "lock_key",
+	"version", "concurrency_key", "required_caps", "budgets",
+	"cost",	   "run_id",		  "depends_on",	   "dedup_key"
 };
 
 static const Oid task_arg_types[NUM_TASK_ARGS + 2] = {
-	TEXTOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT4OID,
-	INTERVALOID, TEXTOID, INT8OID, TEXTOID, TEXTARRAYOID,
-	TEXTARRAYOID, NUMERICOID, INT8OID, INT8ARRAYOID, TEXTOID,
-	TEXTOID,					/* $17 status */
-	OIDOID						/* $18 owner */
+	TEXTOID,	 JSONBOID, TEXTOID,		 INT4OID, TIMESTAMPTZOID, INT4OID,
+	INTERVALOID, TEXTOID,  INT8OID,		 TEXTOID, TEXTARRAYOID,	  TEXTARRAYOID,
+	NUMERICOID,	 INT8OID,  INT8ARRAYOID, TEXTOID, TEXTOID, /* $17 status */
+	OIDOID												   /* $18 owner */
 };
 
 typedef struct TaskArgs
 {
-	Datum		v[NUM_TASK_ARGS];
-	bool		null[NUM_TASK_ARGS];
+	Datum v[NUM_TASK_ARGS];
+	bool  null[NUM_TASK_ARGS];
 } TaskArgs;
 
 static SPIPlanPtr plan_insert = NULL;
@@ -82,12 +82,12 @@ static SPIPlanPtr plan_check_deps = NULL;
 static SPIPlanPtr plan_many = NULL;
 static SPIPlanPtr plan_many_check = NULL;
 
-#define TASK_INSERT_COLUMNS \
-	"INSERT INTO schedq.task (kind, payload, queue, priority, run_at," \
-	" max_attempts, timeout, lock_key, version, concurrency_key," \
-	" required_caps, budgets, cost, run_id, depends_on, dedup_key," \
-	" status, owner)" \
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14," \
+#define TASK_INSERT_COLUMNS                                                    \
+	"INSERT INTO schedq.task (kind, payload, queue, priority, run_at,"         \
+	" max_attempts, timeout, lock_key, version, concurrency_key,"              \
+	" required_caps, budgets, cost, run_id, depends_on, dedup_key,"            \
+	" status, owner)"                                                          \
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"    \
 	" $15, $16, $17, $18::regrole)"
 
 /*
@@ -105,7 +105,8 @@ submit_apply_defaults(TaskArgs *a)
 	if (a->null[A_PRIORITY])
 		a->v[A_PRIORITY] = Int32GetDatum(0);
 	if (a->null[A_RUN_AT])
-		a->v[A_RUN_AT] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+		a->v[A_RUN_AT] =
+			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	if (a->null[A_MAX_ATTEMPTS])
 		a->v[A_MAX_ATTEMPTS] = Int32GetDatum(5);
 	if (a->null[A_REQUIRED_CAPS])
@@ -129,8 +130,7 @@ static void
 submit_require(const TaskArgs *a, TaskArg arg)
 {
 	if (a->null[arg])
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("%s must not be null", task_arg_names[arg]));
 }
 
@@ -140,15 +140,14 @@ submit_require(const TaskArgs *a, TaskArg arg)
 static ArrayType *
 submit_check_array(const TaskArgs *a, TaskArg arg)
 {
-	ArrayType  *arr = DatumGetArrayTypeP(a->v[arg]);
+	ArrayType *arr = DatumGetArrayTypeP(a->v[arg]);
 
 	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				errmsg("%s must be a one-dimensional array", task_arg_names[arg]));
+		ereport(ERROR, errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				errmsg("%s must be a one-dimensional array",
+					   task_arg_names[arg]));
 	if (array_contains_nulls(arr))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("%s must not contain nulls", task_arg_names[arg]));
 	return arr;
 }
@@ -161,8 +160,7 @@ submit_check_name(const TaskArgs *a, TaskArg arg)
 {
 	submit_require(a, arg);
 	if (VARSIZE_ANY_EXHDR(DatumGetPointer(a->v[arg])) == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%s must not be empty", task_arg_names[arg]));
 }
 
@@ -185,33 +183,29 @@ submit_check_args(TaskArgs *a)
 
 	payload_size = toast_raw_datum_size(a->v[A_PAYLOAD]) - VARHDRSZ;
 	if (payload_size > (Size) schedq_max_payload_bytes)
-		ereport(ERROR,
-				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				errmsg("payload of %zu bytes exceeds schedq.max_payload (%d bytes)",
-					   payload_size, schedq_max_payload_bytes));
+		ereport(
+			ERROR, errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			errmsg("payload of %zu bytes exceeds schedq.max_payload (%d bytes)",
+				   payload_size, schedq_max_payload_bytes));
 
 	run_at = DatumGetTimestampTz(a->v[A_RUN_AT]);
 	if (TIMESTAMP_NOT_FINITE(run_at))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("run_at must be finite"));
 
 	if (DatumGetInt32(a->v[A_MAX_ATTEMPTS]) <= 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("max_attempts must be positive"));
 
 	if (!a->null[A_TIMEOUT] &&
 		schedq_interval_usecs(DatumGetIntervalP(a->v[A_TIMEOUT])) <= 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("timeout must be positive"));
 
 	if (!a->null[A_LOCK_KEY])
 		submit_check_name(a, A_LOCK_KEY);
 	if (!a->null[A_VERSION] && a->null[A_LOCK_KEY])
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("version requires lock_key"));
 	if (!a->null[A_CONCURRENCY_KEY])
 		submit_check_name(a, A_CONCURRENCY_KEY);
@@ -226,8 +220,7 @@ submit_check_args(TaskArgs *a)
 	if (numeric_is_nan(cost) || numeric_is_inf(cost) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(cost),
 										 NumericGetDatum(int64_to_numeric(0)))))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("cost must be a finite number not below zero"));
 }
 
@@ -239,53 +232,53 @@ submit_check_args(TaskArgs *a)
 static void
 submit_check_references(SchedqCall *call, TaskArgs *a)
 {
-	ArrayType  *budgets = DatumGetArrayTypeP(a->v[A_BUDGETS]);
-	ArrayType  *deps = DatumGetArrayTypeP(a->v[A_DEPENDS_ON]);
-	bool		isnull;
+	ArrayType *budgets = DatumGetArrayTypeP(a->v[A_BUDGETS]);
+	ArrayType *deps = DatumGetArrayTypeP(a->v[A_DEPENDS_ON]);
+	bool	   isnull;
 
 	if (ArrayGetNItems(ARR_NDIM(budgets), ARR_DIMS(budgets)) > 0)
 	{
-		static const Oid types[] = {TEXTARRAYOID};
+		static const Oid types[] = { TEXTARRAYOID };
 
-		if (schedq_execute(schedq_plan(&plan_missing_budget,
-									   "SELECT b FROM unnest($1) b"
-									   " WHERE NOT EXISTS (SELECT FROM schedq.budget"
-									   "   WHERE name = b) LIMIT 1",
-									   1, types),
-						   &a->v[A_BUDGETS], NULL, 0, SPI_OK_SELECT) > 0)
-			ereport(ERROR,
-					errcode(ERRCODE_UNDEFINED_OBJECT),
+		if (schedq_execute(
+				schedq_plan(&plan_missing_budget,
+							"SELECT b FROM unnest($1) b"
+							" WHERE NOT EXISTS (SELECT FROM schedq.budget"
+							"   WHERE name = b) LIMIT 1",
+							1, types),
+				&a->v[A_BUDGETS], NULL, 0, SPI_OK_SELECT) > 0)
+			ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
 					errmsg("budget \"%s\" does not exist",
-						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+						   SPI_getvalue(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1)),
 					errhint("Create it with schedq.set_budget()."));
 	}
 
 	if (!a->null[A_RUN_ID])
 	{
-		static const Oid types[] = {INT8OID};
-		char	   *status;
-		Oid			owner;
+		static const Oid types[] = { INT8OID };
+		char			*status;
+		Oid				 owner;
 
-		if (schedq_execute(schedq_plan(&plan_check_run,
-									   "SELECT status, owner::oid FROM schedq.run"
-									   " WHERE id = $1 FOR SHARE",
-									   1, types),
-						   &a->v[A_RUN_ID], NULL, 0, SPI_OK_SELECT) == 0)
-			ereport(ERROR,
-					errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+		if (schedq_execute(
+				schedq_plan(&plan_check_run,
+							"SELECT status, owner::oid FROM schedq.run"
+							" WHERE id = $1 FOR SHARE",
+							1, types),
+				&a->v[A_RUN_ID], NULL, 0, SPI_OK_SELECT) == 0)
+			ereport(ERROR, errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 					errmsg("run " INT64_FORMAT " does not exist",
 						   DatumGetInt64(a->v[A_RUN_ID])));
 		status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 2, &isnull));
+		owner =
+			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 2, &isnull));
 		if (!schedq_caller_acts_for(call, owner))
-			ereport(ERROR,
-					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					errmsg("permission denied for run " INT64_FORMAT,
 						   DatumGetInt64(a->v[A_RUN_ID])));
 		if (strcmp(status, "running") != 0)
-			ereport(ERROR,
-					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					errmsg("run " INT64_FORMAT " is already finished",
 						   DatumGetInt64(a->v[A_RUN_ID])),
 					errdetail("Its status is \"%s\".", status));
@@ -293,28 +286,31 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 
 	if (ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0)
 	{
-		static const Oid types[] = {INT8ARRAYOID, INT8OID};
-		Datum		values[2] = {a->v[A_DEPENDS_ON], a->v[A_RUN_ID]};
-		char		nulls[2] = {' ', a->null[A_RUN_ID] ? 'n' : ' '};
+		static const Oid types[] = { INT8ARRAYOID, INT8OID };
+		Datum			 values[2] = { a->v[A_DEPENDS_ON], a->v[A_RUN_ID] };
+		char			 nulls[2] = { ' ', a->null[A_RUN_ID] ? 'n' : ' ' };
 
-		if (schedq_execute(schedq_plan(&plan_check_deps,
-									   "SELECT d, t.id IS NULL, t.owner::oid FROM unnest($1) d"
-									   " LEFT JOIN schedq.task t ON t.id = d"
-									   " WHERE t.id IS NULL"
-									   "    OR t.run_id IS DISTINCT FROM $2 LIMIT 1",
-									   2, types),
-						   values, nulls, 0, SPI_OK_SELECT) > 0)
+		if (schedq_execute(
+				schedq_plan(
+					&plan_check_deps,
+					"SELECT d, t.id IS NULL, t.owner::oid FROM unnest($1) d"
+					" LEFT JOIN schedq.task t ON t.id = d"
+					" WHERE t.id IS NULL"
+					"    OR t.run_id IS DISTINCT FROM $2 LIMIT 1",
+					2, types),
+				values, nulls, 0, SPI_OK_SELECT) > 0)
 		{
-			char	   *dep = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			char *dep =
+				SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 
-			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
-				ereport(ERROR,
-						errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 2, &isnull)))
+				ereport(ERROR, errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 						errmsg("dependency %s does not exist", dep));
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("dependency %s is not in the same run", dep),
-					errdetail("A task may only depend on tasks of its own run."));
+					errdetail(
+						"A task may only depend on tasks of its own run."));
 		}
 	}
 }
@@ -336,15 +332,16 @@ submit_one(SchedqCall *call, TaskArgs *a)
 	submit_check_references(call, a);
 
 	gated = run_at > GetCurrentTransactionStartTimestamp() ||
-		ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0 ||
-		!a->null[A_LOCK_KEY] || !a->null[A_CONCURRENCY_KEY];
+			ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0 ||
+			!a->null[A_LOCK_KEY] || !a->null[A_CONCURRENCY_KEY];
 
 	for (int i = 0; i < NUM_TASK_ARGS; i++)
 	{
 		values[i] = a->v[i];
 		nulls[i] = a->null[i] ? 'n' : ' ';
 	}
-	values[NUM_TASK_ARGS] = CStringGetTextDatum(gated ? "pending" : "available");
+	values[NUM_TASK_ARGS] =
+		CStringGetTextDatum(gated ? "pending" : "available");
 	nulls[NUM_TASK_ARGS] = ' ';
 	values[NUM_TASK_ARGS + 1] = ObjectIdGetDatum(call->caller);
 	nulls[NUM_TASK_ARGS + 1] = ' ';
@@ -366,42 +363,50 @@ submit_one(SchedqCall *call, TaskArgs *a)
 	 */
 	for (int tries = 0; tries < 3; tries++)
 	{
-		static const Oid types[] = {TEXTOID};
+		static const Oid types[] = { TEXTOID };
 
-		if (schedq_execute(schedq_plan(&plan_insert_dedup,
-									   TASK_INSERT_COLUMNS
-									   " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL"
-									   " AND status IN ('pending', 'available', 'running')"
-									   " DO NOTHING RETURNING id",
-									   NUM_TASK_ARGS + 2, task_arg_types),
-						   values, nulls, 0, SPI_OK_INSERT_RETURNING) == 1)
+		if (schedq_execute(
+				schedq_plan(
+					&plan_insert_dedup,
+					TASK_INSERT_COLUMNS
+					" ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL"
+					" AND status IN ('pending', 'available', 'running')"
+					" DO NOTHING RETURNING id",
+					NUM_TASK_ARGS + 2, task_arg_types),
+				values, nulls, 0, SPI_OK_INSERT_RETURNING) == 1)
 		{
 			schedq_count(METRIC_TASKS_SUBMITTED, 1);
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1, &isnull));
+											   SPI_tuptable->tupdesc, 1,
+											   &isnull));
 		}
-		if (schedq_execute(schedq_plan(&plan_find_dedup,
-									   "SELECT id, owner::oid FROM schedq.task"
-									   " WHERE dedup_key = $1"
-									   " AND status IN ('pending', 'available', 'running')",
-									   1, types),
-						   &a->v[A_DEDUP_KEY], NULL, 0, SPI_OK_SELECT) == 1)
+		if (schedq_execute(
+				schedq_plan(
+					&plan_find_dedup,
+					"SELECT id, owner::oid FROM schedq.task"
+					" WHERE dedup_key = $1"
+					" AND status IN ('pending', 'available', 'running')",
+					1, types),
+				&a->v[A_DEDUP_KEY], NULL, 0, SPI_OK_SELECT) == 1)
 		{
-			HeapTuple	tuple = SPI_tuptable->vals[0];
-			Oid			owner = DatumGetObjectId(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
+			HeapTuple tuple = SPI_tuptable->vals[0];
+			Oid		  owner = DatumGetObjectId(
+					  SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
 
 			if (!schedq_caller_acts_for(call, owner))
-				ereport(ERROR,
-						errcode(ERRCODE_UNIQUE_VIOLATION),
-						errmsg("dedup_key \"%s\" is held by a task of another role",
-							   TextDatumGetCString(a->v[A_DEDUP_KEY])));
-			return DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull));
+				ereport(
+					ERROR, errcode(ERRCODE_UNIQUE_VIOLATION),
+					errmsg("dedup_key \"%s\" is held by a task of another role",
+						   TextDatumGetCString(a->v[A_DEDUP_KEY])));
+			return DatumGetInt64(
+				SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull));
 		}
 	}
-	ereport(ERROR,
-			errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			errmsg("could not submit: the task holding dedup_key \"%s\" kept changing",
-				   TextDatumGetCString(a->v[A_DEDUP_KEY])));
+	ereport(
+		ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+		errmsg(
+			"could not submit: the task holding dedup_key \"%s\" kept changing",
+			TextDatumGetCString(a->v[A_DEDUP_KEY])));
 	pg_unreachable();
 }
 
@@ -413,9 +418,9 @@ PG_FUNCTION_INFO_V1(schedq_submit);
 Datum
 schedq_submit(PG_FUNCTION_ARGS)
 {
-	TaskArgs	a;
-	SchedqCall	call;
-	int64		id;
+	TaskArgs   a;
+	SchedqCall call;
+	int64	   id;
 
 	for (int i = 0; i < NUM_TASK_ARGS; i++)
 	{
@@ -441,26 +446,23 @@ PG_FUNCTION_INFO_V1(schedq_submit_sql);
 Datum
 schedq_submit_sql(PG_FUNCTION_ARGS)
 {
-	TaskArgs	a;
-	SchedqCall	call;
-	char	   *command;
+	TaskArgs		 a;
+	SchedqCall		 call;
+	char			*command;
 	JsonbParseState *state = NULL;
-	JsonbValue	key,
-				value;
-	JsonbValue *object;
-	Datum	   *caps;
-	int			ncaps;
-	bool		has_sql = false;
-	int64		id;
+	JsonbValue		 key, value;
+	JsonbValue		*object;
+	Datum			*caps;
+	int				 ncaps;
+	bool			 has_sql = false;
+	int64			 id;
 
 	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("command must not be null"));
 	command = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (command[strspn(command, " \t\r\n")] == '\0')
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("command must not be empty"));
 
 	/* The other arguments are those of submit from queue on. */
@@ -487,19 +489,19 @@ schedq_submit_sql(PG_FUNCTION_ARGS)
 
 	submit_check_args(&a);
 
-	deconstruct_array(DatumGetArrayTypeP(a.v[A_REQUIRED_CAPS]), TEXTOID, -1, false,
-					  TYPALIGN_INT, &caps, NULL, &ncaps);
+	deconstruct_array(DatumGetArrayTypeP(a.v[A_REQUIRED_CAPS]), TEXTOID, -1,
+					  false, TYPALIGN_INT, &caps, NULL, &ncaps);
 	for (int i = 0; i < ncaps; i++)
 		if (strcmp(TextDatumGetCString(caps[i]), "sql") == 0)
 			has_sql = true;
 	if (!has_sql)
 	{
-		Datum	   *all = palloc((ncaps + 1) * sizeof(Datum));
+		Datum *all = palloc((ncaps + 1) * sizeof(Datum));
 
 		memcpy(all, caps, ncaps * sizeof(Datum));
 		all[ncaps] = CStringGetTextDatum("sql");
-		a.v[A_REQUIRED_CAPS] = PointerGetDatum(construct_array(all, ncaps + 1, TEXTOID,
-															   -1, false, TYPALIGN_INT));
+		a.v[A_REQUIRED_CAPS] = PointerGetDatum(
+			construct_array(all, ncaps + 1, TEXTOID, -1, false, TYPALIGN_INT));
 	}
 
 	schedq_call_begin(&call);
@@ -519,18 +521,17 @@ PG_FUNCTION_INFO_V1(schedq_submit_many);
 Datum
 schedq_submit_many(PG_FUNCTION_ARGS)
 {
-	Jsonb	   *tasks = PG_GETARG_JSONB_P(0);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SchedqCall	call;
-	SPITupleTable *rows;
-	Datum		names;
-	Datum	   *name_datums;
-	uint64		n;
-	static const Oid check_types[] = {JSONBOID, TEXTARRAYOID};
+	Jsonb			*tasks = PG_GETARG_JSONB_P(0);
+	ReturnSetInfo	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedqCall		 call;
+	SPITupleTable	*rows;
+	Datum			 names;
+	Datum			*name_datums;
+	uint64			 n;
+	static const Oid check_types[] = { JSONBOID, TEXTARRAYOID };
 
 	if (!JB_ROOT_IS_ARRAY(tasks) || JB_ROOT_IS_SCALAR(tasks))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("tasks must be a JSON array of objects"));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -544,57 +545,63 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 	schedq_call_begin(&call);
 
 	{
-		Datum		values[2] = {JsonbPGetDatum(tasks), names};
+		Datum values[2] = { JsonbPGetDatum(tasks), names };
 
-		if (schedq_execute(schedq_plan(&plan_many_check,
-									   "SELECT e.ord, jsonb_typeof(e.elem), k.key"
-									   " FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord)"
-									   " LEFT JOIN LATERAL (SELECT key FROM jsonb_object_keys("
-									   "     CASE jsonb_typeof(e.elem) WHEN 'object' THEN e.elem"
-									   "     ELSE '{}' END) key WHERE key <> ALL ($2) LIMIT 1) k ON true"
-									   " WHERE jsonb_typeof(e.elem) <> 'object' OR k.key IS NOT NULL"
-									   " ORDER BY e.ord LIMIT 1",
-									   2, check_types),
-						   values, NULL, 0, SPI_OK_SELECT) > 0)
+		if (schedq_execute(
+				schedq_plan(
+					&plan_many_check,
+					"SELECT e.ord, jsonb_typeof(e.elem), k.key"
+					" FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord)"
+					" LEFT JOIN LATERAL (SELECT key FROM jsonb_object_keys("
+					"     CASE jsonb_typeof(e.elem) WHEN 'object' THEN e.elem"
+					"     ELSE '{}' END) key WHERE key <> ALL ($2) LIMIT 1) k ON true"
+					" WHERE jsonb_typeof(e.elem) <> 'object' OR k.key IS NOT NULL"
+					" ORDER BY e.ord LIMIT 1",
+					2, check_types),
+				values, NULL, 0, SPI_OK_SELECT) > 0)
 		{
-			HeapTuple	tuple = SPI_tuptable->vals[0];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			char	   *ord = SPI_getvalue(tuple, desc, 1);
-			char	   *key = SPI_getvalue(tuple, desc, 3);
+			HeapTuple tuple = SPI_tuptable->vals[0];
+			TupleDesc desc = SPI_tuptable->tupdesc;
+			char	 *ord = SPI_getvalue(tuple, desc, 1);
+			char	 *key = SPI_getvalue(tuple, desc, 3);
 
 			if (key == NULL)
-				ereport(ERROR,
-						errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("element %s of tasks is a JSON %s, not an object",
-							   ord, SPI_getvalue(tuple, desc, 2)));
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("element %s of tasks has unknown key \"%s\"", ord, key),
-					errhint("The keys are the argument names of schedq.submit."));
+				ereport(
+					ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("element %s of tasks is a JSON %s, not an object",
+						   ord, SPI_getvalue(tuple, desc, 2)));
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("element %s of tasks has unknown key \"%s\"", ord,
+						   key),
+					errhint(
+						"The keys are the argument names of schedq.submit."));
 		}
 	}
 
-	n = schedq_execute(schedq_plan(&plan_many,
-								   "SELECT r.* FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord),"
-								   " LATERAL jsonb_to_record(e.elem) AS r(kind text, payload jsonb,"
-								   "   queue text, priority integer, run_at timestamptz,"
-								   "   max_attempts integer, timeout interval, lock_key text,"
-								   "   version bigint, concurrency_key text, required_caps text[],"
-								   "   budgets text[], cost numeric, run_id bigint,"
-								   "   depends_on bigint[], dedup_key text)"
-								   " ORDER BY e.ord",
-								   1, check_types),
-					   (Datum[]) {JsonbPGetDatum(tasks)}, NULL, 0, SPI_OK_SELECT);
-	rows = SPI_tuptable;		/* keep it: submit_one runs more queries */
+	n = schedq_execute(
+		schedq_plan(
+			&plan_many,
+			"SELECT r.* FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord),"
+			" LATERAL jsonb_to_record(e.elem) AS r(kind text, payload jsonb,"
+			"   queue text, priority integer, run_at timestamptz,"
+			"   max_attempts integer, timeout interval, lock_key text,"
+			"   version bigint, concurrency_key text, required_caps text[],"
+			"   budgets text[], cost numeric, run_id bigint,"
+			"   depends_on bigint[], dedup_key text)"
+			" ORDER BY e.ord",
+			1, check_types),
+		(Datum[]){ JsonbPGetDatum(tasks) }, NULL, 0, SPI_OK_SELECT);
+	rows = SPI_tuptable; /* keep it: submit_one runs more queries */
 
 	for (uint64 row = 0; row < n; row++)
 	{
-		TaskArgs	a;
-		Datum		id;
-		bool		isnull = false;
+		TaskArgs a;
+		Datum	 id;
+		bool	 isnull = false;
 
 		for (int i = 0; i < NUM_TASK_ARGS; i++)
-			a.v[i] = SPI_getbinval(rows->vals[row], rows->tupdesc, i + 1, &a.null[i]);
+			a.v[i] = SPI_getbinval(rows->vals[row], rows->tupdesc, i + 1,
+								   &a.null[i]);
 		submit_apply_defaults(&a);
 		submit_check_args(&a);
 		id = Int64GetDatum(submit_one(&call, &a));

@@ -32,10 +32,10 @@
 #include "shmem.h"
 
 /* Backoff of fail(): 1 s after the first attempt, doubling, capped. */
-#define BACKOFF_BASE_USECS	USECS_PER_SEC
-#define BACKOFF_MAX_USECS	(3600 * USECS_PER_SEC)
+#define BACKOFF_BASE_USECS USECS_PER_SEC
+#define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
 
-static SPIPlanPtr plan_candidates[3] = {NULL, NULL, NULL};
+static SPIPlanPtr plan_candidates[3] = { NULL, NULL, NULL };
 static SPIPlanPtr plan_admit_budgets = NULL;
 static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
@@ -52,17 +52,16 @@ typedef enum ClaimQueueFilter
 	CLAIM_SOME_QUEUES
 } ClaimQueueFilter;
 
-#define CLAIM_CANDIDATES(queue_filter) \
-	"SELECT t.id, t.budgets, t.cost FROM schedq.task t" \
-	" WHERE t.status = 'available'" queue_filter \
-	" AND t.required_caps <@ $3" \
-	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))" \
+#define CLAIM_CANDIDATES(queue_filter)                                              \
+	"SELECT t.id, t.budgets, t.cost FROM schedq.task t"                             \
+	" WHERE t.status = 'available'" queue_filter " AND t.required_caps <@ $3"       \
+	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))"                           \
 	" AND t.queue <> ALL (ARRAY(SELECT q.name FROM schedq.queue q WHERE q.paused))" \
-	" AND (t.budgets = '{}' OR NOT EXISTS (" \
-	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)" \
-	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END" \
-	"       + t.cost > b.hard_limit))" \
-	" ORDER BY t.priority DESC, t.run_at, t.id" \
+	" AND (t.budgets = '{}' OR NOT EXISTS ("                                        \
+	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"                 \
+	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END"    \
+	"       + t.cost > b.hard_limit))"                                              \
+	" ORDER BY t.priority DESC, t.run_at, t.id"                                     \
 	" LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
 
 static const char *const claim_candidate_sql[3] = {
@@ -80,33 +79,36 @@ static const char *const claim_candidate_sql[3] = {
 static bool
 claim_admit_budgets(Datum budgets, Datum cost)
 {
-	static const Oid types[] = {TEXTARRAYOID, NUMERICOID};
-	Datum		values[2] = {budgets, cost};
-	bool		isnull;
+	static const Oid types[] = { TEXTARRAYOID, NUMERICOID };
+	Datum			 values[2] = { budgets, cost };
+	bool			 isnull;
 
-	schedq_execute(schedq_plan(&plan_admit_budgets,
-							   "WITH locked AS ("
-							   "   SELECT b.name, b.period_start + b.period <= now() AS refill,"
-							   "          b.used, b.hard_limit, b.period"
-							   "   FROM schedq.budget b WHERE b.name = ANY ($1)"
-							   "   ORDER BY b.name FOR UPDATE),"
-							   " verdict AS ("
-							   "   SELECT count(*) = (SELECT count(DISTINCT x) FROM unnest($1) x)"
-							   "      AND bool_and(CASE WHEN refill THEN 0 ELSE used END + $2"
-							   "                   <= hard_limit) AS ok"
-							   "   FROM locked),"
-							   " charge AS ("
-							   "   UPDATE schedq.budget b"
-							   "   SET used = CASE WHEN l.refill THEN 0 ELSE l.used END + $2,"
-							   "       period_start = CASE WHEN l.refill"
-							   "         THEN date_bin(l.period, now(), '2000-01-01 00:00:00+00')"
-							   "         ELSE b.period_start END"
-							   "   FROM locked l, verdict v"
-							   "   WHERE b.name = l.name AND v.ok)"
-							   " SELECT COALESCE(ok, false) FROM verdict",
-							   2, types),
-				   values, NULL, 0, SPI_OK_SELECT);
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_execute(
+		schedq_plan(
+			&plan_admit_budgets,
+			"WITH locked AS ("
+			"   SELECT b.name, b.period_start + b.period <= now() AS refill,"
+			"          b.used, b.hard_limit, b.period"
+			"   FROM schedq.budget b WHERE b.name = ANY ($1)"
+			"   ORDER BY b.name FOR UPDATE),"
+			" verdict AS ("
+			"   SELECT count(*) = (SELECT count(DISTINCT x) FROM unnest($1) x)"
+			"      AND bool_and(CASE WHEN refill THEN 0 ELSE used END + $2"
+			"                   <= hard_limit) AS ok"
+			"   FROM locked),"
+			" charge AS ("
+			"   UPDATE schedq.budget b"
+			"   SET used = CASE WHEN l.refill THEN 0 ELSE l.used END + $2,"
+			"       period_start = CASE WHEN l.refill"
+			"         THEN date_bin(l.period, now(), '2000-01-01 00:00:00+00')"
+			"         ELSE b.period_start END"
+			"   FROM locked l, verdict v"
+			"   WHERE b.name = l.name AND v.ok)"
+			" SELECT COALESCE(ok, false) FROM verdict",
+			2, types),
+		values, NULL, 0, SPI_OK_SELECT);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
@@ -114,16 +116,18 @@ claim_admit_budgets(Datum budgets, Datum cost)
  * budgets.  Returns their ids in claim order in ids[], and their count.
  */
 static int
-claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues, bool queues_null,
-		   Datum caps, int n, int64 *ids)
+claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues,
+		   bool queues_null, Datum caps, int n, int64 *ids)
 {
-	static const Oid types[] = {INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID};
-	Datum		values[5] = {Int32GetDatum(n), queues, caps,
-	ObjectIdGetDatum(call->caller), BoolGetDatum(call->admin)};
-	char		nulls[5] = {' ', queues_null ? 'n' : ' ', ' ', ' ', ' '};
-	SPITupleTable *rows;
-	int			found;
-	int			taken = 0;
+	static const Oid types[] = { INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID,
+								 BOOLOID };
+	Datum			 values[5] = { Int32GetDatum(n), queues, caps,
+								   ObjectIdGetDatum(call->caller),
+								   BoolGetDatum(call->admin) };
+	char			 nulls[5] = { ' ', queues_null ? 'n' : ' ', ' ', ' ', ' ' };
+	SPITupleTable	*rows;
+	int				 found;
+	int				 taken = 0;
 
 	found = schedq_execute(schedq_plan(&plan_candidates[filter],
 									   claim_candidate_sql[filter], 5, types),
@@ -131,14 +135,15 @@ claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues, bool queues_
 	rows = SPI_tuptable;
 	for (int i = 0; i < found; i++)
 	{
-		bool		isnull;
-		Datum		id = SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull);
-		Datum		budgets = SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull);
-		ArrayType  *arr = DatumGetArrayTypeP(budgets);
+		bool  isnull;
+		Datum id = SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull);
+		Datum budgets = SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull);
+		ArrayType *arr = DatumGetArrayTypeP(budgets);
 
 		if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
 			!claim_admit_budgets(budgets,
-								 SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull)))
+								 SPI_getbinval(rows->vals[i], rows->tupdesc, 3,
+											   &isnull)))
 		{
 			/* Another claim used the room between our look and our lock. */
 			schedq_count(METRIC_CLAIM_CONTENTION, 1);
@@ -158,41 +163,37 @@ PG_FUNCTION_INFO_V1(schedq_claim);
 Datum
 schedq_claim(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SchedqCall	call;
-	Datum		worker;
-	Datum		queues = (Datum) 0;
-	bool		queues_null = PG_ARGISNULL(1);
+	ReturnSetInfo	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedqCall		 call;
+	Datum			 worker;
+	Datum			 queues = (Datum) 0;
+	bool			 queues_null = PG_ARGISNULL(1);
 	ClaimQueueFilter filter = CLAIM_ALL_QUEUES;
-	Datum		caps;
-	int32		n;
-	Interval   *lease;
-	int64	   *ids;
-	int			taken;
+	Datum			 caps;
+	int32			 n;
+	Interval		*lease;
+	int64			*ids;
+	int				 taken;
 
 	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("worker must not be null"));
 	worker = PG_GETARG_DATUM(0);
 	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not be null"),
-				errhint("Pass an empty array for a worker without capabilities."));
+				errhint(
+					"Pass an empty array for a worker without capabilities."));
 	caps = PG_GETARG_DATUM(2);
 	if (array_contains_nulls(DatumGetArrayTypeP(caps)))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not contain nulls"));
 	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("n must not be null"));
 	n = PG_GETARG_INT32(3);
 	if (n <= 0 || n > SCHEDQ_MAX_CLAIM_BATCH)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("n must be between 1 and %d", SCHEDQ_MAX_CLAIM_BATCH));
 	if (PG_ARGISNULL(4))
 	{
@@ -203,30 +204,27 @@ schedq_claim(PG_FUNCTION_ARGS)
 	{
 		lease = PG_GETARG_INTERVAL_P(4);
 		if (schedq_interval_usecs(lease) <= 0)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("lease must be positive"));
 	}
 	if (PG_ARGISNULL(5))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
 	if (schedq_interval_usecs(PG_GETARG_INTERVAL_P(5)) < 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("wait must not be negative"));
 	if (!queues_null)
 	{
-		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
-		int			nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
+		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 
 		if (array_contains_nulls(arr))
-			ereport(ERROR,
-					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("queues must not contain nulls"));
 		queues = PointerGetDatum(arr);
 		filter = nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1 ?
-			CLAIM_ONE_QUEUE : CLAIM_SOME_QUEUES;
+					 CLAIM_ONE_QUEUE :
+					 CLAIM_SOME_QUEUES;
 	}
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -236,28 +234,31 @@ schedq_claim(PG_FUNCTION_ARGS)
 	taken = claim_pick(&call, filter, queues, queues_null, caps, n, ids);
 	if (taken > 0)
 	{
-		static const Oid types[] = {INT8ARRAYOID, TEXTOID, INTERVALOID};
-		Datum	   *id_datums = palloc(sizeof(Datum) * taken);
-		Datum		values[3];
-		SPITupleTable *rows;
-		int			done;
+		static const Oid types[] = { INT8ARRAYOID, TEXTOID, INTERVALOID };
+		Datum			*id_datums = palloc(sizeof(Datum) * taken);
+		Datum			 values[3];
+		SPITupleTable	*rows;
+		int				 done;
 
 		for (int i = 0; i < taken; i++)
 			id_datums[i] = Int64GetDatum(ids[i]);
-		values[0] = PointerGetDatum(construct_array(id_datums, taken, INT8OID, 8,
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[0] =
+			PointerGetDatum(construct_array(id_datums, taken, INT8OID, 8,
+											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		values[1] = worker;
 		values[2] = IntervalPGetDatum(lease);
-		done = schedq_execute(schedq_plan(&plan_take,
-										  "UPDATE schedq.task"
-										  " SET status = 'running', attempts = attempts + 1,"
-										  "     claimed_by = $2, lease = $3,"
-										  "     lease_expires_at = now() + $3, started_at = now()"
-										  " WHERE id = ANY ($1)"
-										  " RETURNING id, attempts, queue, kind, payload, priority,"
-										  "     run_id, lease_expires_at",
-										  3, types),
-							  values, NULL, 0, SPI_OK_UPDATE_RETURNING);
+		done = schedq_execute(
+			schedq_plan(
+				&plan_take,
+				"UPDATE schedq.task"
+				" SET status = 'running', attempts = attempts + 1,"
+				"     claimed_by = $2, lease = $3,"
+				"     lease_expires_at = now() + $3, started_at = now()"
+				" WHERE id = ANY ($1)"
+				" RETURNING id, attempts, queue, kind, payload, priority,"
+				"     run_id, lease_expires_at",
+				3, types),
+			values, NULL, 0, SPI_OK_UPDATE_RETURNING);
 		if (done != taken)
 			elog(ERROR, "claimed %d tasks but updated %d", taken, done);
 		rows = SPI_tuptable;
@@ -267,18 +268,20 @@ schedq_claim(PG_FUNCTION_ARGS)
 		{
 			for (int r = 0; r < done; r++)
 			{
-				Datum		out[9];
-				bool		outnull[9];
+				Datum out[9];
+				bool  outnull[9];
 
 				for (int c = 0; c < 8; c++)
-					out[c] = SPI_getbinval(rows->vals[r], rows->tupdesc, c + 1, &outnull[c]);
+					out[c] = SPI_getbinval(rows->vals[r], rows->tupdesc, c + 1,
+										   &outnull[c]);
 				if (DatumGetInt64(out[0]) != ids[i])
 					continue;
-				out[8] = CStringGetTextDatum(schedq_grant_sign(ids[i],
-															   DatumGetInt32(out[1]),
-															   DatumGetTimestampTz(out[7])));
+				out[8] = CStringGetTextDatum(
+					schedq_grant_sign(ids[i], DatumGetInt32(out[1]),
+									  DatumGetTimestampTz(out[7])));
 				outnull[8] = false;
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out,
+									 outnull);
 				break;
 			}
 		}
@@ -296,8 +299,7 @@ static void
 work_grant_arg(FunctionCallInfo fcinfo, SchedqGrant *grant)
 {
 	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("token must not be null"));
 	schedq_grant_require(text_to_cstring(PG_GETARG_TEXT_PP(0)), grant);
 }
@@ -312,13 +314,13 @@ PG_FUNCTION_INFO_V1(schedq_heartbeat);
 Datum
 schedq_heartbeat(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {INT8OID, INT4OID, INTERVALOID};
-	SchedqGrant grant;
-	SchedqCall	call;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
-	bool		isnull = true;
-	Datum		expires = (Datum) 0;
+	static const Oid types[] = { INT8OID, INT4OID, INTERVALOID };
+	SchedqGrant		 grant;
+	SchedqCall		 call;
+	Datum			 values[3];
+	char			 nulls[3] = { ' ', ' ', ' ' };
+	bool			 isnull = true;
+	Datum			 expires = (Datum) 0;
 
 	work_grant_arg(fcinfo, &grant);
 	if (PG_ARGISNULL(1))
@@ -327,23 +329,25 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 	{
 		values[2] = PG_GETARG_DATUM(1);
 		if (schedq_interval_usecs(PG_GETARG_INTERVAL_P(1)) <= 0)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("extend must be positive"));
 	}
 	values[0] = Int64GetDatum(grant.task_id);
 	values[1] = Int32GetDatum(grant.attempt);
 
 	schedq_call_begin(&call);
-	if (schedq_execute(schedq_plan(&plan_heartbeat,
-								   "UPDATE schedq.task"
-								   " SET lease_expires_at = greatest(lease_expires_at,"
-								   "     now() + COALESCE($3, lease))"
-								   " WHERE id = $1 AND attempts = $2 AND status = 'running'"
-								   " RETURNING lease_expires_at",
-								   3, types),
-					   values, nulls, 0, SPI_OK_UPDATE_RETURNING) == 1)
-		expires = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (schedq_execute(
+			schedq_plan(
+				&plan_heartbeat,
+				"UPDATE schedq.task"
+				" SET lease_expires_at = greatest(lease_expires_at,"
+				"     now() + COALESCE($3, lease))"
+				" WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				" RETURNING lease_expires_at",
+				3, types),
+			values, nulls, 0, SPI_OK_UPDATE_RETURNING) == 1)
+		expires = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+								&isnull);
 	schedq_call_end(&call);
 
 	if (isnull)
@@ -360,12 +364,12 @@ PG_FUNCTION_INFO_V1(schedq_complete);
 Datum
 schedq_complete(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {INT8OID, INT4OID, JSONBOID};
-	SchedqGrant grant;
-	SchedqCall	call;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', PG_ARGISNULL(1) ? 'n' : ' '};
-	bool		done;
+	static const Oid types[] = { INT8OID, INT4OID, JSONBOID };
+	SchedqGrant		 grant;
+	SchedqCall		 call;
+	Datum			 values[3];
+	char			 nulls[3] = { ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ' };
+	bool			 done;
 
 	work_grant_arg(fcinfo, &grant);
 	values[0] = Int64GetDatum(grant.task_id);
@@ -373,12 +377,14 @@ schedq_complete(PG_FUNCTION_ARGS)
 	values[2] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 
 	schedq_call_begin(&call);
-	done = schedq_execute(schedq_plan(&plan_complete,
-									  "UPDATE schedq.task"
-									  " SET status = 'done', result = $3, finished_at = now()"
-									  " WHERE id = $1 AND attempts = $2 AND status = 'running'",
-									  3, types),
-						  values, nulls, 0, SPI_OK_UPDATE) == 1;
+	done = schedq_execute(
+			   schedq_plan(
+				   &plan_complete,
+				   "UPDATE schedq.task"
+				   " SET status = 'done', result = $3, finished_at = now()"
+				   " WHERE id = $1 AND attempts = $2 AND status = 'running'",
+				   3, types),
+			   values, nulls, 0, SPI_OK_UPDATE) == 1;
 	schedq_call_end(&call);
 
 	if (done)
@@ -393,11 +399,12 @@ schedq_complete(PG_FUNCTION_ARGS)
 static int64
 fail_backoff_usecs(int32 used)
 {
-	int64		delay = BACKOFF_MAX_USECS;
+	int64 delay = BACKOFF_MAX_USECS;
 
 	if (used >= 1 && used <= 13)
 		delay = Min(BACKOFF_BASE_USECS << (used - 1), BACKOFF_MAX_USECS);
-	return (int64) (delay * (0.75 + 0.5 * pg_prng_double(&pg_global_prng_state)));
+	return (int64) (delay *
+					(0.75 + 0.5 * pg_prng_double(&pg_global_prng_state)));
 }
 
 PG_FUNCTION_INFO_V1(schedq_fail);
@@ -412,27 +419,24 @@ PG_FUNCTION_INFO_V1(schedq_fail);
 Datum
 schedq_fail(PG_FUNCTION_ARGS)
 {
-	static const Oid lock_types[] = {INT8OID, INT4OID};
-	static const Oid final_types[] = {INT8OID, TEXTOID};
-	static const Oid retry_types[] = {INT8OID, TEXTOID, INT8OID, TEXTOID};
-	SchedqGrant grant;
-	SchedqCall	call;
-	Datum		values[4];
-	bool		permanent;
-	const char *status;
+	static const Oid lock_types[] = { INT8OID, INT4OID };
+	static const Oid final_types[] = { INT8OID, TEXTOID };
+	static const Oid retry_types[] = { INT8OID, TEXTOID, INT8OID, TEXTOID };
+	SchedqGrant		 grant;
+	SchedqCall		 call;
+	Datum			 values[4];
+	bool			 permanent;
+	const char		*status;
 
 	work_grant_arg(fcinfo, &grant);
 	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("error must not be null"));
 	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("permanent must not be null"));
 	if (!PG_ARGISNULL(2) && schedq_interval_usecs(PG_GETARG_INTERVAL_P(2)) < 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("retry_in must not be negative"));
 	permanent = PG_GETARG_BOOL(3);
 
@@ -440,42 +444,46 @@ schedq_fail(PG_FUNCTION_ARGS)
 	values[1] = Int32GetDatum(grant.attempt);
 
 	schedq_call_begin(&call);
-	if (schedq_execute(schedq_plan(&plan_fail_lock,
-								   "SELECT attempts - retry_base >= max_attempts,"
-								   "       attempts - retry_base,"
-								   "       lock_key IS NULL AND concurrency_key IS NULL"
-								   " FROM schedq.task"
-								   " WHERE id = $1 AND attempts = $2 AND status = 'running'"
-								   " FOR UPDATE",
-								   2, lock_types),
-					   values, NULL, 0, SPI_OK_SELECT) == 0)
+	if (schedq_execute(
+			schedq_plan(
+				&plan_fail_lock,
+				"SELECT attempts - retry_base >= max_attempts,"
+				"       attempts - retry_base,"
+				"       lock_key IS NULL AND concurrency_key IS NULL"
+				" FROM schedq.task"
+				" WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				" FOR UPDATE",
+				2, lock_types),
+			values, NULL, 0, SPI_OK_SELECT) == 0)
 		status = "stale";
 	else
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		bool		exhausted = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
-		int32		used = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-		bool		ungated = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+		HeapTuple tuple = SPI_tuptable->vals[0];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool	  isnull;
+		bool  exhausted = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
+		int32 used = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		bool  ungated = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
 
 		values[1] = PG_GETARG_DATUM(1);
 		if (permanent || exhausted)
 		{
 			status = "failed";
-			schedq_execute(schedq_plan(&plan_fail_final,
-									   "UPDATE schedq.task"
-									   " SET status = 'failed', last_error = $2,"
-									   "     finished_at = now()"
-									   " WHERE id = $1",
-									   2, final_types),
-						   values, NULL, 0, SPI_OK_UPDATE);
+			schedq_execute(
+				schedq_plan(&plan_fail_final,
+							"UPDATE schedq.task"
+							" SET status = 'failed', last_error = $2,"
+							"     finished_at = now()"
+							" WHERE id = $1",
+							2, final_types),
+				values, NULL, 0, SPI_OK_UPDATE);
 			schedq_count(METRIC_TASKS_FAILED, 1);
 		}
 		else
 		{
-			int64		delay = PG_ARGISNULL(2) ? fail_backoff_usecs(used) :
-				schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
+			int64 delay = PG_ARGISNULL(2) ?
+							  fail_backoff_usecs(used) :
+							  schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
 
 			/*
 			 * Retry at once as 'available' only when nothing would gate
@@ -484,14 +492,16 @@ schedq_fail(PG_FUNCTION_ARGS)
 			status = (delay == 0 && ungated) ? "available" : "pending";
 			values[2] = Int64GetDatum(delay);
 			values[3] = CStringGetTextDatum(status);
-			schedq_execute(schedq_plan(&plan_fail_retry,
-									   "UPDATE schedq.task"
-									   " SET status = $4, last_error = $2,"
-									   "     run_at = now() + make_interval(secs => $3 / 1e6),"
-									   "     claimed_by = NULL, lease_expires_at = NULL"
-									   " WHERE id = $1",
-									   4, retry_types),
-						   values, NULL, 0, SPI_OK_UPDATE);
+			schedq_execute(
+				schedq_plan(
+					&plan_fail_retry,
+					"UPDATE schedq.task"
+					" SET status = $4, last_error = $2,"
+					"     run_at = now() + make_interval(secs => $3 / 1e6),"
+					"     claimed_by = NULL, lease_expires_at = NULL"
+					" WHERE id = $1",
+					4, retry_types),
+				values, NULL, 0, SPI_OK_UPDATE);
 			schedq_count(METRIC_TASKS_RETRIED, 1);
 		}
 	}

@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# test/bench/run.sh -- claim + complete throughput, schedq against a raw table
+#
+# Starts a throwaway PostgreSQL server with schedq preloaded, then measures
+# how many no-op tasks per second workers can claim and complete, the way a
+# real worker does it: one claim transaction, then one complete transaction
+# carrying the returned token.  The same server, in the same run, also
+# measures the hand-rolled baseline most applications start with: a plain
+# table claimed with UPDATE ... FOR UPDATE SKIP LOCKED (raw_setup.sql).
+#
+# Two variants, each at 1, 4 and 16 clients (pgbench -c N -j min(N,2)):
+#   A  one task per cycle:  claim n => 1, then complete(token)
+#   B  batches of 10:       claim n => 10, then complete the 10 tokens in
+#                           one statement (still two transactions per cycle)
+#
+# Every measured run starts from an emptied, vacuumed table preloaded with
+# enough tasks that the queue never runs dry (sized from the rates measured
+# so far; a run that ran dry anyway is repeated once with a bigger load).
+# After each run the number of tasks actually marked done is checked against
+# what pgbench says it did.
+#
+# Environment:
+#   PG_CONFIG        pg_config of the server to use (default PostgreSQL 15)
+#   BENCH_SECONDS    duration of each measured run (default 10)
+#   BENCH_CLIENTS    client counts (default "1 4 16")
+#   BENCH_SYNCHRONOUS_COMMIT  synchronous_commit for the server (default on)
+#   BENCH_OUT        if set, the report is also written to this file
+#
+# Run as root, the server and every client run as the OS user postgres.
+# Exit status: 0 when every run succeeded, 1 otherwise.
+
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+DURATION=${BENCH_SECONDS:-10}
+CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
+SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
+OUT=${BENCH_OUT:-}
+MAX_PRELOAD=${BENCH_MAX_PRELOAD:-3000000}
+DB=bench
+
+die() { echo "bench: $*" >&2; exit 1; }
+log() { printf '  %s\n' "$*" >&2; }
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
+
+[[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS must be a positive integer, not '$DURATION'"
+for c in $CLIENTS; do
+	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must list positive integers, not '$CLIENTS'"
+done
+for f in initdb pg_ctl psql pgbench; do
+	[[ -x $BINDIR/$f ]] || die "$BINDIR/$f not found (PG_CONFIG=$PG_CONFIG)"
+done
+[[ -f $("$PG_CONFIG" --sharedir)/extension/schedq.control ]] ||
+	die "schedq is not installed for $PG_CONFIG; run 'make install' (or 'make bench')"
+
+# ---------------------------------------------------------------------------
+# Throwaway server
+# ---------------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/schedq-bench.XXXXXX")
+PGDATA_DIR=$TMP/data
+STARTED=0
+if [[ $(id -u) == 0 ]]; then
+	RUNAS=(runuser -u postgres --)
+	chown postgres: "$TMP"
+else
+	RUNAS=()
+fi
+as_pg() { "${RUNAS[@]}" "$@"; }
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ $STARTED == 1 ]]; then
+		as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 ||
+			echo "bench: could not stop the server in $PGDATA_DIR" >&2
+	fi
+	rm -rf "$TMP"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A TCP port nobody listens on (the server also binds 127.0.0.1).
+pick_port() {
+	local p i
+	for i in $(seq 1 100); do
+		p=$((40000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
+			[[ ! -e $TMP/.s.PGSQL.$p ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+PORT=$(pick_port) || die "no free port found"
+
+# The scripts are copied into the temp dir: the postgres OS user need not be
+# able to read the checkout.
+cp "$HERE"/*.sql "$TMP"/
+chmod 0644 "$TMP"/*.sql
+[[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP"/*.sql
+
+echo "bench: starting a throwaway server in $TMP (port $PORT)" >&2
+as_pg "$BINDIR/initdb" -D "$PGDATA_DIR" -U postgres -A trust -E UTF8 --locale=C -N \
+	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
+cat >>"$PGDATA_DIR/postgresql.conf" <<EOF
+
+# --- schedq benchmark ---
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$TMP'
+shared_preload_libraries = 'schedq'
+max_connections = 100
+max_worker_processes = 32
+synchronous_commit = $SYNC_COMMIT
+EOF
+if ! as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$TMP/server.log" -w -t 60 start >/dev/null; then
+	tail -n 30 "$TMP/server.log" >&2 || true
+	die "the server did not start"
+fi
+STARTED=1
+
+psql_q() { as_pg "$BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d "$DB" "$@"; }
+
+as_pg "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d postgres \
+	-c "CREATE DATABASE $DB" >/dev/null
+psql_q -c "CREATE EXTENSION schedq" >/dev/null
+psql_q -f "$TMP/raw_setup.sql" >/dev/null
+
+PGVER=$(psql_q -c "SHOW server_version" | cut -d' ' -f1)
+SCHEDQ_VER=$(psql_q -c "SELECT extversion FROM pg_extension WHERE extname = 'schedq'")
+FSYNC=$(psql_q -c "SHOW fsync")
+SHBUF=$(psql_q -c "SHOW shared_buffers")
+NCPU=$(nproc 2>/dev/null || echo '?')
+
+# ---------------------------------------------------------------------------
+# Loading and resetting the queues
+# ---------------------------------------------------------------------------
+
+# Empty the raw table and fill it with $1 available rows.
+load_raw() {
+	psql_q >/dev/null <<EOF
+TRUNCATE raw_job RESTART IDENTITY;
+INSERT INTO raw_job (payload)
+SELECT jsonb_build_object('i', g) FROM generate_series(1, $1) AS g;
+VACUUM (ANALYZE) raw_job;
+CHECKPOINT;
+EOF
+}
+
+# Empty schedq.task, submit $1 no-op tasks with submit_many and wait until
+# all of them are available.
+load_schedq() {
+	local n=$1 chunk=25000 lo hi sql="" i state
+	for ((lo = 1; lo <= n; lo += chunk)); do
+		hi=$((lo + chunk - 1))
+		((hi <= n)) || hi=$n
+		sql+="SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(jsonb_build_object('kind', 'noop', 'payload', jsonb_build_object('i', g)) ORDER BY g) FROM generate_series($lo, $hi) AS g));"$'\n'
+	done
+	psql_q >/dev/null <<EOF
+DELETE FROM schedq.task;
+VACUUM (FULL, ANALYZE) schedq.task;
+$sql
+EOF
+	for ((i = 0; i < 600; i++)); do
+		state=$(psql_q -c "SELECT count(*) FILTER (WHERE status = 'available') || ' ' || count(*) FROM schedq.task")
+		[[ $state == "$n $n" ]] && break
+		sleep 0.1
+	done
+	[[ $state == "$n $n" ]] ||
+		die "after 60 s only '$state' (available total) of $n submitted tasks are available"
+	psql_q >/dev/null <<EOF
+VACUUM (ANALYZE) schedq.task;
+CHECKPOINT;
+EOF
+}
+
+# "done running available" counts of a system's queue.
+queue_counts() {
+	local tbl=raw_job
+	[[ $1 == schedq ]] && tbl=schedq.task
+	psql_q -c "SELECT count(*) FILTER (WHERE status = 'done') || ' ' ||
+	                  count(*) FILTER (WHERE status = 'running') || ' ' ||
+	                  count(*) FILTER (WHERE status = 'available')
+	             FROM $tbl"
+}
+
+# ---------------------------------------------------------------------------
+# One measured run
+# ---------------------------------------------------------------------------
+declare -A RATE LAT CHECK PRELOAD_USED
+declare -A BEST # per variant: best tasks/s measured so far, any system
+declare -A MAXC # per variant: highest client count measured so far
+FAILED=0
+
+script_for() { # system variant
+	case $1:$2 in
+	raw:A) echo raw_claim_complete.sql ;;
+	raw:B) echo raw_claim10_complete.sql ;;
+	schedq:A) echo schedq_claim_complete.sql ;;
+	schedq:B) echo schedq_claim10_complete.sql ;;
+	esac
+}
+batch_of() { [[ $1 == B ]] && echo 10 || echo 1; }
+
+# How many tasks to preload: three times what the best rate seen so far in
+# this variant would consume (twice that for a client count higher than any
+# measured yet), so the queue does not run dry.
+preload_size() { # variant clients
+	local est=${BEST[$1]:-0} n
+	if ((est == 0)); then
+		if [[ $1 == B ]]; then
+			est=$((${BEST[A]:-8000} * 4))
+		else
+			est=8000
+		fi
+	elif (($2 > ${MAXC[$1]:-0})); then
+		est=$((est * 2))
+	fi
+	n=$((est * DURATION * 3))
+	((n >= 5000)) || n=5000
+	((n <= MAX_PRELOAD)) || n=$MAX_PRELOAD
+	echo "$n"
+}
+
+# Run pgbench for one (system, variant, clients); fill RATE/LAT/CHECK.
+run_one() {
+	local sys=$1 var=$2 c=$3 preload=${4:-} attempt=${5:-1}
+	local key=$var:$sys:$c script batch j out rc t0 t1
+	local tps processed lat done running avail expect rate err
+	script=$(script_for "$sys" "$var")
+	batch=$(batch_of "$var")
+	j=$((c < 2 ? c : 2))
+	[[ -n $preload ]] || preload=$(preload_size "$var" "$c")
+
+	t0=$(date +%s.%N)
+	if [[ $sys == raw ]]; then load_raw "$preload"; else load_schedq "$preload"; fi
+	t1=$(date +%s.%N)
+	log "$(printf '%-6s variant %s, %2d client(s): loaded %d tasks in %.1f s; running %d s' \
+		"$sys" "$var" "$c" "$preload" "$(calc "$t1 - $t0")" "$DURATION")"
+
+	rc=0
+	out=$(as_pg "$BINDIR/pgbench" -n -M prepared -h "$TMP" -p "$PORT" -U postgres \
+		-c "$c" -j "$j" -T "$DURATION" -f "$TMP/$script" "$DB" 2>&1) || rc=$?
+
+	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1)
+	processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out" | head -n 1)
+	lat=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' <<<"$out" | head -n 1)
+	read -r done running avail <<<"$(queue_counts "$sys")"
+
+	# Ran dry: the run measured an empty queue part of the time.  Repeat once
+	# with three times as many tasks as were consumed.
+	if ((avail == 0)) && ((attempt == 1)); then
+		log "$sys variant $var, $c client(s): the queue ran dry; repeating with more tasks"
+		run_one "$sys" "$var" "$c" $(((done + running + 1) * 3)) 2
+		return
+	fi
+
+	if [[ $rc != 0 || -z $tps || -z $processed || $processed == 0 ]]; then
+		err=$(grep -m 1 -E 'error|ERROR|FATAL' <<<"$out" || true)
+		echo "bench: pgbench failed for $sys variant $var, $c client(s) (exit $rc):" >&2
+		sed 's/^/    /' <<<"$out" >&2
+		RATE[$key]=0
+		LAT[$key]=-
+		CHECK[$key]="FAILED: ${err:-exit $rc}"
+		FAILED=1
+		return
+	fi
+
+	# Tasks per second from the tasks really marked done, over pgbench's
+	# measured time (transactions / tps, connection time excluded).
+	rate=$(calc "$done * $tps / $processed")
+	RATE[$key]=$(printf '%.0f' "$rate")
+	LAT[$key]=$lat
+	PRELOAD_USED[$key]=$preload
+	expect=$((processed * batch))
+	if ((done == expect && running == 0)); then
+		CHECK[$key]=ok
+	elif ((done == expect)); then
+		CHECK[$key]="ok ($running left running by the time limit)"
+	else
+		CHECK[$key]="MISMATCH: $done done, pgbench did $processed x $batch"
+		FAILED=1
+	fi
+	if ((${RATE[$key]} > ${BEST[$var]:-0})); then BEST[$var]=${RATE[$key]}; fi
+	if ((c > ${MAXC[$var]:-0})); then MAXC[$var]=$c; fi
+	log "$(printf '%-6s variant %s, %2d client(s): %s tasks/s, latency %s ms, %s' \
+		"$sys" "$var" "$c" "${RATE[$key]}" "$lat" "${CHECK[$key]}")"
+}
+
+T_START=$(date +%s)
+for var in A B; do
+	for c in $CLIENTS; do
+		run_one raw "$var" "$c"
+		run_one schedq "$var" "$c"
+	done
+done
+T_END=$(date +%s)
+
+# ---------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------
+report() {
+	local var c r s ratio title
+	echo "schedq benchmark: claim + complete throughput, no-op work"
+	echo
+	echo "  server    PostgreSQL $PGVER, schedq $SCHEDQ_VER, $NCPU CPU(s), fsync=$FSYNC, synchronous_commit=$SYNC_COMMIT, shared_buffers=$SHBUF"
+	echo "  pgbench   -M prepared, -T $DURATION s per run, -c N -j min(N,2); each run starts from an emptied,"
+	echo "            vacuumed queue preloaded with enough no-op tasks never to run dry"
+	echo "  raw       plain table, partial index on (priority DESC, run_at, id) WHERE status = 'available',"
+	echo "            claimed with UPDATE ... FOR UPDATE SKIP LOCKED (test/bench/raw_*.sql)"
+	echo "  schedq    schedq.claim + schedq.complete (test/bench/schedq_*.sql)"
+	echo "  tasks/s   tasks found 'done' after the run / pgbench's measured time"
+	echo "  latency   pgbench 'latency average': one whole cycle (claim txn + complete txn), in ms"
+	for var in A B; do
+		echo
+		if [[ $var == A ]]; then
+			title="A. one task per cycle: claim n => 1 (1 txn), then complete(token) (1 txn)"
+		else
+			title="B. batch of 10 per cycle: claim n => 10 (1 txn), then complete the 10 tokens in one statement (1 txn)"
+		fi
+		echo "$title"
+		printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
+			clients "raw tasks/s" "schedq tasks/s" schedq/raw "raw lat ms" "schedq lat ms" check
+		for c in $CLIENTS; do
+			r=${RATE[$var:raw:$c]:-0}
+			s=${RATE[$var:schedq:$c]:-0}
+			if ((r > 0)); then ratio=$(printf '%.2f' "$(calc "$s / $r")"); else ratio=-; fi
+			local chk="raw ${CHECK[$var:raw:$c]:-?}, schedq ${CHECK[$var:schedq:$c]:-?}"
+			[[ $chk == "raw ok, schedq ok" ]] && chk=ok
+			printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
+				"$c" "$r" "$s" "$ratio" "${LAT[$var:raw:$c]:--}" "${LAT[$var:schedq:$c]:--}" "$chk"
+		done
+	done
+	echo
+	echo "  total wall time $((T_END - T_START)) s"
+}
+
+echo >&2
+if [[ -n $OUT ]]; then
+	report | tee "$OUT"
+	echo "bench: report written to $OUT" >&2
+else
+	report
+fi
+
+if ((FAILED)); then
+	echo "bench: some runs failed or did not check out (see above)" >&2
+	exit 1
+fi

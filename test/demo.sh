@@ -1,0 +1,463 @@
+#!/usr/bin/env bash
+# test/demo.sh -- a guided tour of schedq on a throwaway server
+#
+# Starts a private PostgreSQL server with schedq preloaded, then runs one
+# psql script that walks through the life of tasks: submit, claim, heartbeat,
+# complete, fail and retry, permanent failure, manual retry, priorities,
+# budgets, paused queues and grant verification.  Each step prints a short
+# explanation, the SQL it runs and the result.  The server and its data
+# directory are removed at the end, whatever happens.
+#
+#   make demo                       (builds and installs first)
+#   PG_CONFIG=... bash test/demo.sh (uses whatever schedq is installed)
+#
+# Run as root, the server and psql run as the OS user postgres.
+# Exit status: 0 when every statement succeeded, non-zero otherwise.
+
+set -euo pipefail
+
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+
+die() { echo "demo: $*" >&2; exit 1; }
+
+for f in initdb pg_ctl psql; do
+	[[ -x $BINDIR/$f ]] || die "$BINDIR/$f not found (PG_CONFIG=$PG_CONFIG)"
+done
+[[ -f $("$PG_CONFIG" --sharedir)/extension/schedq.control ]] ||
+	die "schedq is not installed for $PG_CONFIG; run 'make install' (or 'make demo')"
+
+# ---------------------------------------------------------------------------
+# Throwaway server
+# ---------------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/schedq-demo.XXXXXX")
+PGDATA_DIR=$TMP/data
+STARTED=0
+if [[ $(id -u) == 0 ]]; then
+	RUNAS=(runuser -u postgres --)
+	chown postgres: "$TMP"
+else
+	RUNAS=()
+fi
+as_pg() { "${RUNAS[@]}" "$@"; }
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ $STARTED == 1 ]]; then
+		as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 ||
+			echo "demo: could not stop the server in $PGDATA_DIR" >&2
+	fi
+	if [[ $rc != 0 && -f $TMP/server.log ]]; then
+		echo "demo: failed (exit $rc); last lines of the server log:" >&2
+		tail -n 20 "$TMP/server.log" | sed 's/^/    /' >&2
+	fi
+	rm -rf "$TMP"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pick_port() {
+	local p i
+	for i in $(seq 1 100); do
+		p=$((40000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
+			[[ ! -e $TMP/.s.PGSQL.$p ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+PORT=$(pick_port) || die "no free port found"
+
+echo "Starting a throwaway PostgreSQL server (data in $TMP, port $PORT) ..."
+as_pg "$BINDIR/initdb" -D "$PGDATA_DIR" -U postgres -A trust -E UTF8 --locale=C -N \
+	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
+cat >>"$PGDATA_DIR/postgresql.conf" <<EOF
+
+# --- schedq demo ---
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$TMP'
+shared_preload_libraries = 'schedq'
+max_worker_processes = 32
+EOF
+if ! as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$TMP/server.log" -w -t 60 start >/dev/null; then
+	tail -n 30 "$TMP/server.log" >&2 || true
+	die "the server did not start"
+fi
+STARTED=1
+as_pg "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d postgres \
+	-c "CREATE DATABASE demo" >/dev/null
+
+# ---------------------------------------------------------------------------
+# The tour, one psql script.  Narration is \echo; every statement is echoed
+# (ECHO queries) before its result.  pg_temp.* are helpers of this demo.
+# ---------------------------------------------------------------------------
+cat >"$TMP/demo.sql" <<'SQL'
+\set ON_ERROR_STOP 1
+\set QUIET 1
+\set ECHO none
+
+\echo
+\echo '== 1. Install the extension =='
+\echo '   The library is preloaded (shared_preload_libraries = ''schedq'' in'
+\echo '   postgresql.conf); CREATE EXTENSION makes a database schedule tasks.'
+\echo '   A scheduler background worker starts for the database by itself.'
+\echo
+\set ECHO queries
+CREATE EXTENSION schedq;
+SELECT extname, extversion FROM pg_extension WHERE extname = 'schedq';
+\set ECHO none
+
+-- Helpers of this demo, kept out of the narration.
+-- from_now(ts): a timestamp shown relative to now, e.g. 'in 30.0 s'.
+CREATE FUNCTION pg_temp.from_now(ts timestamptz) RETURNS text
+LANGUAGE sql STABLE AS $$
+	SELECT CASE
+		WHEN ts IS NULL THEN NULL
+		WHEN ts >= now() THEN 'in ' || round(extract(epoch FROM ts - now())::numeric, 1) || ' s'
+		ELSE round(extract(epoch FROM now() - ts)::numeric, 1) || ' s ago'
+	END $$;
+-- wait_for(queue, status, n): wait (up to 15 s) until n tasks of the queue
+-- have that status; the scheduler moves tasks in the background.
+CREATE FUNCTION pg_temp.wait_for(q text, st text, n int) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		IF (SELECT count(*) FROM schedq.task WHERE queue = q AND status = st) >= n THEN
+			RETURN;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RAISE EXCEPTION 'demo: timed out waiting for % task(s) of queue % to be %', n, q, st;
+END $$;
+-- wait_for_scheduler(): wait (up to 10 s) for this database's scheduler.
+CREATE FUNCTION pg_temp.wait_for_scheduler() RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. 200 LOOP
+		IF EXISTS (SELECT 1 FROM pg_stat_activity
+				   WHERE backend_type = 'schedq scheduler'
+				     AND datname = current_database()) THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT pg_temp.wait_for_scheduler() AS scheduler_up \gset
+CREATE TEMP TABLE grants (id bigint, attempt int, kind text, priority int, token text);
+
+\echo
+\echo '   The background workers of schedq, as pg_stat_activity shows them:'
+\set ECHO queries
+SELECT backend_type, datname
+  FROM pg_stat_activity
+ WHERE backend_type LIKE 'schedq%'
+ ORDER BY backend_type;
+\set ECHO none
+
+\echo
+\echo '== 2. Submit a task =='
+\echo '   submit(kind, payload, ...) stores a task and returns its id.  Options are'
+\echo '   passed by name.  A task with a future run_at waits as pending; the others'
+\echo '   are available to workers at once.  (A query ending in \\gset stores its'
+\echo '   result in psql variables such as :id and :token instead of printing it.)'
+\echo
+\set ECHO queries
+SELECT schedq.submit('send_email', payload => '{"to": "ada@example.com", "template": "welcome"}',
+                     queue => 'emails') AS welcome_id;
+SELECT schedq.submit('send_email', payload => '{"to": "bob@example.com", "template": "invoice"}',
+                     queue => 'emails', priority => 5) AS invoice_id;
+SELECT schedq.submit('send_email', payload => '{"to": "cy@example.com", "template": "reminder"}',
+                     queue => 'emails', run_at => now() + interval '1 hour') AS reminder_id \gset
+SELECT id, queue, kind, status, priority, pg_temp.from_now(run_at) AS run_at,
+       payload->>'template' AS template
+  FROM schedq.task WHERE queue = 'emails' ORDER BY id;
+\set ECHO none
+
+\echo
+\echo '== 3. Claim a task as worker w1 =='
+\echo '   claim(worker, ...) hands out the best available task (highest priority'
+\echo '   first), marks it running under a lease and returns a grant: the token the'
+\echo '   worker shows when it reports back.  The token is opaque to the worker: it'
+\echo '   names the task, the attempt and the lease, signed with HMAC-SHA-256 under a'
+\echo '   secret only superusers can read, so it cannot be forged or reused later.'
+\echo
+SELECT pg_temp.wait_for('emails', 'available', 2) AS waited \gset
+\set ECHO queries
+SELECT id, attempt, kind, payload, lease_expires_at, token
+  FROM schedq.claim('w1', queues => '{emails}') \gset
+\set ECHO none
+\echo '   -> w1 got task' :id 'on attempt' :attempt 'of kind' :kind 'with payload' :payload
+\echo '   -> token:' :token
+\set done_token :token
+\echo
+\set ECHO queries
+SELECT current_setting('schedq.default_lease', true) AS default_lease;
+SELECT id, status, claimed_by, attempts, pg_temp.from_now(lease_expires_at) AS lease_expires
+  FROM schedq.task WHERE id = :id;
+\set ECHO none
+
+\echo
+\echo '== 4. Heartbeat: extend the lease =='
+\echo '   A worker with a long job renews its lease; if it stops doing so and the'
+\echo '   lease runs out, the reaper hands the task to another worker.'
+\echo
+\set ECHO queries
+SELECT pg_temp.from_now(schedq.heartbeat(:'token', extend => '2 minutes')) AS new_lease_expiry;
+SELECT id, status, pg_temp.from_now(lease_expires_at) AS lease_expires
+  FROM schedq.task WHERE id = :id;
+\set ECHO none
+
+\echo
+\echo '== 5. Complete it with a result =='
+\echo
+\set ECHO queries
+SELECT schedq.complete(:'token', result => '{"message_id": "msg-0042"}') AS completed;
+SELECT id, status, attempts, result, pg_temp.from_now(finished_at) AS finished
+  FROM schedq.task WHERE id = :id;
+\set ECHO none
+\echo '   The grant is spent now: reporting again changes nothing and says so.'
+\set ECHO queries
+SELECT schedq.complete(:'token') AS completed_again;
+\set ECHO none
+
+\echo
+\echo '== 6. A failure that is retried =='
+\echo '   fail(token, error) records the error; while attempts remain the task goes'
+\echo '   back to pending with its run_at pushed out by an exponential backoff'
+\echo '   (1 s after the first attempt, doubling, +-25 % jitter).  The scheduler makes'
+\echo '   it available again when it is due.'
+\echo
+\set ECHO queries
+SELECT schedq.submit('build_report', payload => '{"month": "2024-05"}',
+                     queue => 'reports', max_attempts => 3) AS report_id \gset
+\set ECHO none
+SELECT pg_temp.wait_for('reports', 'available', 1) AS waited \gset
+\set ECHO queries
+SELECT id, attempt, token FROM schedq.claim('w1', queues => '{reports}') \gset
+SELECT schedq.fail(:'token', 'upstream API timed out') AS new_status;
+SELECT id, status, attempts, max_attempts, last_error, pg_temp.from_now(run_at) AS run_at
+  FROM schedq.task WHERE id = :report_id;
+\set ECHO none
+\echo
+\echo '   Worker w2 waits for work: claim(wait => ...) sleeps until a task becomes'
+\echo '   claimable (the server wakes it), here when the backoff is over.'
+\echo
+\set ECHO queries
+SELECT id, attempt, token FROM schedq.claim('w2', queues => '{reports}', wait => '15 s') \gset
+\set ECHO none
+\echo '   -> w2 got task' :id 'on attempt' :attempt
+\set ECHO queries
+SELECT schedq.complete(:'token', result => '{"rows": 1234}') AS completed;
+SELECT id, status, attempts, claimed_by, last_error, result
+  FROM schedq.task WHERE id = :report_id;
+\set ECHO none
+
+\echo
+\echo '== 7. A permanent failure =='
+\echo '   Some errors will not go away by retrying.  fail(..., permanent => true)'
+\echo '   fails the task for good, even with attempts left.'
+\echo
+\set ECHO queries
+SELECT schedq.submit('charge_card', payload => '{"order": 1001, "amount": 42.50}',
+                     queue => 'payments') AS charge_id \gset
+\set ECHO none
+SELECT pg_temp.wait_for('payments', 'available', 1) AS waited \gset
+\set ECHO queries
+SELECT id, attempt, token FROM schedq.claim('w1', queues => '{payments}') \gset
+SELECT schedq.fail(:'token', 'card declined', permanent => true) AS new_status;
+SELECT id, status, attempts, max_attempts, last_error
+  FROM schedq.task WHERE id = :charge_id;
+\set ECHO none
+\set old_token :token
+
+\echo
+\echo '== 8. Run a finished task again with retry =='
+\echo '   retry(task_id) gives a terminal task (done, failed, canceled, skipped) a'
+\echo '   fresh allowance of attempts.  It returns false, changing nothing, for a'
+\echo '   task that has not finished, like the pending reminder of step 2.'
+\echo
+\set ECHO queries
+SELECT schedq.retry(:reminder_id) AS retry_pending_task;
+SELECT schedq.retry(:charge_id) AS retried;
+SELECT id, status, attempts, max_attempts, last_error
+  FROM schedq.task WHERE id = :charge_id;
+SELECT id, attempt, token FROM schedq.claim('w2', queues => '{payments}', wait => '15 s') \gset
+\set ECHO none
+\echo '   -> w2 got task' :id 'again, on attempt' :attempt
+\echo '   Attempt numbers keep increasing, so the grant of the failed attempt is stale:'
+\set ECHO queries
+SELECT schedq.complete(:'old_token') AS old_grant_completes;
+SELECT schedq.complete(:'token', result => '{"charged": true}') AS completed;
+SELECT id, status, attempts, claimed_by, result
+  FROM schedq.task WHERE id = :charge_id;
+\set ECHO none
+
+\echo
+\echo '== 9. Priorities =='
+\echo '   Three tasks submitted from lowest to highest priority; one claim at a time'
+\echo '   returns the highest priority first (ties: earlier run_at, then lower id).'
+\echo
+\set ECHO queries
+SELECT schedq.submit('cleanup_tmp', queue => 'ops', priority => -10) AS low,
+       schedq.submit('send_digest', queue => 'ops') AS normal,
+       schedq.submit('page_oncall', queue => 'ops', priority => 10) AS high;
+\set ECHO none
+SELECT pg_temp.wait_for('ops', 'available', 3) AS waited \gset
+\set ECHO queries
+INSERT INTO grants SELECT id, attempt, kind, priority, token FROM schedq.claim('w3', queues => '{ops}')
+RETURNING id, kind, priority;
+INSERT INTO grants SELECT id, attempt, kind, priority, token FROM schedq.claim('w3', queues => '{ops}')
+RETURNING id, kind, priority;
+INSERT INTO grants SELECT id, attempt, kind, priority, token FROM schedq.claim('w3', queues => '{ops}')
+RETURNING id, kind, priority;
+SELECT id, kind, schedq.complete(token) AS completed FROM grants ORDER BY id;
+\set ECHO none
+TRUNCATE grants;
+
+\echo
+\echo '== 10. Budgets =='
+\echo '   A budget caps what tasks naming it may consume: claiming a task adds its'
+\echo '   cost (default 1) to the budget, and a task whose cost does not fit is not'
+\echo '   handed out.  Without a period the budget never refills; with a period'
+\echo '   (say ''1 minute'') it is a rate limit.'
+\echo
+\set ECHO queries
+SELECT schedq.set_budget('api', 2);
+SELECT schedq.submit('call_partner_api', payload => jsonb_build_object('call', g),
+                     queue => 'partner', budgets => '{api}') AS id
+  FROM generate_series(1, 3) AS g;
+\set ECHO none
+SELECT pg_temp.wait_for('partner', 'available', 3) AS waited \gset
+\set ECHO queries
+INSERT INTO grants SELECT id, attempt, kind, priority, token
+  FROM schedq.claim('w4', queues => '{partner}', n => 3)
+RETURNING id, kind;
+SELECT id, status, budgets, cost FROM schedq.task WHERE queue = 'partner' ORDER BY id;
+\set ECHO none
+SELECT to_regclass('schedq.budget') IS NOT NULL AS has_budget_table \gset
+\if :has_budget_table
+\set ECHO queries
+SELECT name, hard_limit, used, period FROM schedq.budget;
+\set ECHO none
+\endif
+\echo '   Raising the limit to 3 lets exactly one more claim through:'
+\set ECHO queries
+SELECT schedq.set_budget('api', 3);
+INSERT INTO grants SELECT id, attempt, kind, priority, token
+  FROM schedq.claim('w4', queues => '{partner}', n => 3)
+RETURNING id, kind;
+SELECT id, kind, schedq.complete(token) AS completed FROM grants ORDER BY id;
+\set ECHO none
+TRUNCATE grants;
+
+\echo
+\echo '== 11. Pause and resume a queue =='
+\echo '   Nothing is claimed from a paused queue; submitting still works.'
+\echo
+\set ECHO queries
+SELECT schedq.pause_queue('exports');
+SELECT schedq.submit('nightly_export', queue => 'exports') AS export_id \gset
+\set ECHO none
+SELECT pg_temp.wait_for('exports', 'available', 1) AS waited \gset
+\set ECHO queries
+SELECT count(*) AS claimed_while_paused FROM schedq.claim('w5', queues => '{exports}');
+SELECT schedq.resume_queue('exports');
+SELECT id, attempt, kind, token FROM schedq.claim('w5', queues => '{exports}') \gset
+\set ECHO none
+\echo '   -> after resume_queue, w5 got task' :id 'of kind' :kind
+
+\echo
+\echo '== 12. Checking grants =='
+\echo '   verify_grant(token) says what a token is worth without using it:'
+\echo '   valid, malformed, bad_signature (tampered or forged), expired or stale.'
+\echo '   First, a copy of the live grant of step 11 with one character changed:'
+\echo
+\set ECHO queries
+SELECT overlay(tok PLACING translate(substr(tok, length(tok) - 4, 1),
+                                     '0123456789abcdefABCDEF', '1234567890bcdefaBCDEFA')
+               FROM length(tok) - 4 FOR 1) AS tampered
+  FROM (SELECT :'token'::text AS tok) AS live \gset
+SELECT 'live grant of w5'      AS token, schedq.verify_grant(:'token')      AS verdict
+UNION ALL
+SELECT 'same, one char changed',         schedq.verify_grant(:'tampered')
+UNION ALL
+SELECT 'made-up string',                 schedq.verify_grant('let-me-in')
+UNION ALL
+SELECT 'grant of step 5 (done)',         schedq.verify_grant(:'done_token');
+\set ECHO none
+\echo
+\echo '   Using a forged grant is an error (SQLSTATE class 22 or 28), not a quiet'
+\echo '   false.  A small function catches the error to show it:'
+\set ECHO queries
+CREATE FUNCTION pg_temp.try_complete(token text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN 'accepted: ' || schedq.complete(token);
+EXCEPTION WHEN OTHERS THEN
+	RETURN 'refused: ' || SQLERRM || ' (SQLSTATE ' || SQLSTATE || ')';
+END $$;
+SELECT pg_temp.try_complete(:'tampered') AS complete_with_tampered_grant;
+SELECT schedq.complete(:'token') AS completed;
+\set ECHO none
+
+\echo
+\echo '== 13. Watching the queues =='
+SELECT to_regclass('schedq.queue_stats') IS NOT NULL AS has_queue_stats \gset
+\if :has_queue_stats
+\echo '   schedq.queue_stats counts tasks per queue and state:'
+\echo
+\set ECHO queries
+SELECT * FROM schedq.queue_stats ORDER BY queue;
+\set ECHO none
+\else
+\echo '   (schedq.queue_stats does not exist in this build; counting by hand)'
+\echo
+\set ECHO queries
+SELECT queue, status, count(*) FROM schedq.task GROUP BY 1, 2 ORDER BY 1, 2;
+\set ECHO none
+\endif
+SELECT to_regprocedure('schedq.metrics()') IS NOT NULL AS has_metrics \gset
+\if :has_metrics
+\echo
+\echo '   schedq.metrics(): counters since the server started'
+\echo
+\set ECHO queries
+SELECT name, value FROM schedq.metrics()
+ WHERE name IN ('tasks_submitted', 'tasks_claimed', 'tasks_completed',
+                'tasks_failed', 'tasks_retried')
+ ORDER BY name;
+\set ECHO none
+\endif
+\echo
+\echo '   Every task of this tour:'
+\set ECHO queries
+SELECT id, queue, kind, status, priority, attempts, claimed_by, last_error
+  FROM schedq.task ORDER BY id;
+\set ECHO none
+
+\echo
+\echo '== Summary =='
+\echo '   submit / submit_many      put tasks in a queue (priority, run_at, budgets, ...)'
+\echo '   claim                     take the best available tasks under a lease -> token'
+\echo '   heartbeat                 extend the lease of a long job'
+\echo '   complete / fail           report back with the token; fail retries with backoff'
+\echo '   retry / cancel            run a finished task again / stop one'
+\echo '   pause_queue / set_budget  control what may be claimed'
+\echo '   verify_grant              check a token; stale and forged ones change nothing'
+\echo '   The README covers workflows (runs and depends_on), periodic schedules,'
+\echo '   SQL tasks run by the built-in executor, and the roles to GRANT.'
+SQL
+
+[[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP/demo.sql"
+
+as_pg "$BINDIR/psql" -X -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d demo \
+	-f "$TMP/demo.sql"
+
+echo
+echo "Demo finished; stopping the server and removing $TMP."

@@ -1,0 +1,72 @@
+#-------------------------------------------------------------------------
+# test/t/001_install.pl
+#	  A server with schedq in shared_preload_libraries starts, CREATE
+#	  EXTENSION installs version 1.0, one task makes the round trip
+#	  submit -> claim -> complete, and the extension survives a restart.
+#
+#	  Run by test/check.sh (make check) with prove; see the header of
+#	  check.sh for the environment every TAP test gets.
+#-------------------------------------------------------------------------
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedq'\n");
+$node->start;
+
+# The library is preloaded: its GUCs exist in a session that never touched
+# the extension (they are defined by _PG_init).
+is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'),
+	'schedq', 'shared_preload_libraries names schedq');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT setting FROM pg_settings WHERE name = 'schedq.enabled'"),
+	'on',
+	'library loaded at start: schedq.enabled is defined');
+
+$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'schedq'"),
+	'1.0',
+	'CREATE EXTENSION installs version 1.0');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT n.nspname FROM pg_extension e
+		   JOIN pg_namespace n ON n.oid = e.extnamespace
+		  WHERE e.extname = 'schedq'"),
+	'schedq',
+	'the extension lives in schema schedq');
+
+# One task, start to finish, in a single session.
+my $id = $node->safe_psql('postgres',
+	"SELECT schedq.submit('smoke', payload => '{\"n\": 1}')");
+like($id, qr/^\d+$/, 'submit returns a task id');
+
+my $claimed = $node->safe_psql(
+	'postgres', qq{
+	CREATE TEMP TABLE g AS
+		SELECT id, token FROM schedq.claim('w1', queues => '{default}');
+	SELECT id FROM g;
+	SELECT schedq.complete(token, result => '{"ok": true}') FROM g;
+});
+is($claimed, "$id\nt", 'claim hands out the task and complete accepts its grant');
+is( $node->safe_psql(
+		'postgres', "SELECT status, attempts FROM schedq.task WHERE id = $id"),
+	'done|1',
+	'the task is done after one attempt');
+
+# The extension and its data survive a restart of the preloaded server.
+$node->restart;
+is( $node->safe_psql(
+		'postgres', "SELECT status FROM schedq.task WHERE id = $id"),
+	'done', 'task still done after restart');
+
+$node->stop;
+
+done_testing();
