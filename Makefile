@@ -15,7 +15,14 @@ OBJS = \
 	src/spi.o \
 	src/submit.o \
 	src/work.o \
-	src/manage.o
+	src/manage.o \
+	src/wake.o \
+	src/promote.o \
+	src/reaper.o \
+	src/scheduler.o \
+	src/launcher.o \
+	src/hooks.o \
+	src/observe.o
 
 DATA = $(wildcard sql/schedq--*.sql)
 

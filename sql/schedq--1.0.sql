@@ -54,6 +54,9 @@ CREATE TABLE schedq.task (
 	claimed_by		text,
 	lease			interval,
 	lease_expires_at timestamptz,
+	deadline		timestamptz,
+	parked			boolean NOT NULL DEFAULT false,
+	has_dependents	boolean NOT NULL DEFAULT false,
 	result			jsonb,
 	last_error		text,
 	created_at		timestamptz NOT NULL DEFAULT now(),
@@ -63,6 +66,9 @@ CREATE TABLE schedq.task (
 COMMENT ON TABLE schedq.task IS 'every task, in every state; each role sees its own';
 COMMENT ON COLUMN schedq.task.attempts IS 'attempt number of the latest claim; never decreases';
 COMMENT ON COLUMN schedq.task.retry_base IS 'value of attempts when schedq.retry last gave a fresh allowance';
+COMMENT ON COLUMN schedq.task.deadline IS 'when the running attempt times out (claim time + timeout)';
+COMMENT ON COLUMN schedq.task.parked IS 'pending and blocked by a lock_key, a concurrency limit or a dependency: not looked at again until a gate event frees it';
+COMMENT ON COLUMN schedq.task.has_dependents IS 'some task lists this one in depends_on';
 
 -- Claim: the head of the available set, in claim order.  Partial, so
 -- pending, running and finished tasks cost a claim nothing.
@@ -70,11 +76,18 @@ CREATE INDEX task_available_idx ON schedq.task
 	(priority DESC, run_at, id) WHERE status = 'available';
 CREATE INDEX task_available_queue_idx ON schedq.task
 	(queue, priority DESC, run_at, id) WHERE status = 'available';
--- Promotion: pending tasks by due time.
-CREATE INDEX task_pending_idx ON schedq.task (run_at) WHERE status = 'pending';
--- Reaper: running tasks by lease expiry; retention: finished tasks by age.
+-- Promotion: pending tasks by due time, except those parked behind a gate.
+CREATE INDEX task_pending_idx ON schedq.task (run_at) WHERE status = 'pending' AND NOT parked;
+-- Parked tasks by concurrency key, in claim order, for freeing slots.
+CREATE INDEX task_parked_concurrency_idx ON schedq.task
+	(concurrency_key, priority DESC, run_at, id)
+	WHERE status = 'pending' AND parked AND concurrency_key IS NOT NULL;
+-- Reaper: running tasks by lease expiry and by deadline; retention:
+-- finished tasks by age.
 CREATE INDEX task_running_idx ON schedq.task (lease_expires_at)
 	WHERE status = 'running';
+CREATE INDEX task_deadline_idx ON schedq.task (deadline)
+	WHERE status = 'running' AND deadline IS NOT NULL;
 CREATE INDEX task_finished_idx ON schedq.task (finished_at)
 	WHERE status IN ('done', 'failed', 'canceled', 'skipped');
 -- At most one live task per dedup_key.
@@ -83,9 +96,12 @@ CREATE UNIQUE INDEX task_dedup_idx ON schedq.task (dedup_key)
 -- Exclusive keys and concurrency keys, live tasks only.
 CREATE INDEX task_lock_key_idx ON schedq.task (lock_key, version, id)
 	WHERE lock_key IS NOT NULL AND status IN ('pending', 'available', 'running');
-CREATE INDEX task_concurrency_key_idx ON schedq.task (concurrency_key, status)
-	WHERE concurrency_key IS NOT NULL AND status IN ('pending', 'available', 'running');
+CREATE INDEX task_concurrency_key_idx ON schedq.task (concurrency_key)
+	WHERE concurrency_key IS NOT NULL AND status IN ('available', 'running');
 CREATE INDEX task_run_idx ON schedq.task (run_id) WHERE run_id IS NOT NULL;
+-- Dependents of a task, for releasing them when it finishes.
+CREATE INDEX task_depends_on_idx ON schedq.task USING gin (depends_on)
+	WHERE depends_on <> '{}';
 
 ALTER TABLE schedq.task ENABLE ROW LEVEL SECURITY;
 CREATE POLICY task_visible ON schedq.task FOR SELECT
@@ -93,6 +109,33 @@ CREATE POLICY task_visible ON schedq.task FOR SELECT
 ALTER TABLE schedq.run ENABLE ROW LEVEL SECURITY;
 CREATE POLICY run_visible ON schedq.run FOR SELECT
 	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
+
+-- Gate events: a task holding a lock_key or a concurrency_key, or one
+-- that others depend on, left 'available'/'running' (or a pending one was
+-- canceled), so tasks parked behind it may go now.  Written by a trigger, consumed by the
+-- promotion pass.  Unlogged: after a crash the scheduler unparks every
+-- task when it starts, which is what the lost events would have done.
+CREATE UNLOGGED TABLE schedq.gate_event (
+	id				bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	lock_key		text,
+	concurrency_key	text,
+	task_id			bigint
+);
+COMMENT ON TABLE schedq.gate_event IS 'internal: keys whose parked tasks the promotion loop must look at again';
+
+CREATE FUNCTION schedq._gate_event() RETURNS trigger
+LANGUAGE c
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_gate_event_trigger';
+
+CREATE TRIGGER task_gate_event AFTER UPDATE OF status ON schedq.task
+	FOR EACH ROW
+	WHEN (OLD.status IS DISTINCT FROM NEW.status
+		  AND NEW.status NOT IN ('available', 'running')
+		  AND (OLD.lock_key IS NOT NULL OR OLD.concurrency_key IS NOT NULL
+			   OR OLD.has_dependents))
+	EXECUTE FUNCTION schedq._gate_event();
 
 CREATE TABLE schedq.queue (
 	name			text PRIMARY KEY,
@@ -168,6 +211,7 @@ CREATE FUNCTION schedq.submit(
 RETURNS bigint
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit';
 COMMENT ON FUNCTION schedq.submit IS 'submit a task; returns its id (or the live task with the same dedup_key)';
 
@@ -190,6 +234,7 @@ CREATE FUNCTION schedq.submit_sql(
 RETURNS bigint
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit_sql';
 COMMENT ON FUNCTION schedq.submit_sql IS 'submit a SQL command run by the built-in executor as the submitting role';
 
@@ -197,6 +242,7 @@ CREATE FUNCTION schedq.submit_many(tasks jsonb)
 RETURNS SETOF bigint
 LANGUAGE c VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit_many';
 COMMENT ON FUNCTION schedq.submit_many IS 'submit an array of tasks given as objects with the arguments of submit; ids in order';
 
@@ -214,6 +260,7 @@ CREATE FUNCTION schedq.claim(
 RETURNS SETOF schedq.claimed_task
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_claim';
 COMMENT ON FUNCTION schedq.claim IS 'claim up to n available tasks under a lease; one signed grant each';
 
@@ -221,6 +268,7 @@ CREATE FUNCTION schedq.heartbeat(token text, extend interval DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_heartbeat';
 COMMENT ON FUNCTION schedq.heartbeat IS 'extend a lease; NULL when the attempt is no longer running';
 
@@ -228,6 +276,7 @@ CREATE FUNCTION schedq.complete(token text, result jsonb DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_complete';
 COMMENT ON FUNCTION schedq.complete IS 'finish the granted attempt successfully; false if the grant is stale';
 
@@ -236,6 +285,7 @@ CREATE FUNCTION schedq.fail(token text, error text, retry_in interval DEFAULT NU
 RETURNS text
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_fail';
 COMMENT ON FUNCTION schedq.fail IS 'fail the granted attempt; returns the new status, or stale';
 
@@ -243,6 +293,7 @@ CREATE FUNCTION schedq.verify_grant(token text)
 RETURNS text
 LANGUAGE c VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_verify_grant';
 COMMENT ON FUNCTION schedq.verify_grant IS 'valid, malformed, bad_signature, expired or stale';
 
@@ -250,6 +301,7 @@ CREATE FUNCTION schedq.rotate_grant_key()
 RETURNS integer
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_rotate_grant_key';
 COMMENT ON FUNCTION schedq.rotate_grant_key IS 'start signing with a new key; the previous key keeps verifying';
 
@@ -261,6 +313,7 @@ CREATE FUNCTION schedq.cancel(task_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_cancel';
 COMMENT ON FUNCTION schedq.cancel IS 'cancel a task that is not finished';
 
@@ -268,6 +321,7 @@ CREATE FUNCTION schedq.retry(task_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_retry';
 COMMENT ON FUNCTION schedq.retry IS 'run a finished task again with a fresh allowance of attempts';
 
@@ -275,6 +329,7 @@ CREATE FUNCTION schedq.pause_queue(queue text)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_pause_queue';
 COMMENT ON FUNCTION schedq.pause_queue IS 'stop claims from a queue';
 
@@ -282,6 +337,7 @@ CREATE FUNCTION schedq.resume_queue(queue text)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_resume_queue';
 COMMENT ON FUNCTION schedq.resume_queue IS 'allow claims from a paused queue again';
 
@@ -289,6 +345,7 @@ CREATE FUNCTION schedq.set_concurrency_limit(key text, max_active integer)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_set_concurrency_limit';
 COMMENT ON FUNCTION schedq.set_concurrency_limit IS 'most tasks of a concurrency_key active at once; NULL removes the limit';
 
@@ -296,8 +353,79 @@ CREATE FUNCTION schedq.set_budget(name text, hard_limit numeric, period interval
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_set_budget';
 COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a period it refills at every boundary';
+
+--
+-- Observability.
+--
+
+CREATE FUNCTION schedq.metrics(OUT name text, OUT value bigint)
+RETURNS SETOF record
+LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_metrics';
+COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for the whole server, since it started';
+
+CREATE FUNCTION schedq.scheduler_status(OUT datname name, OUT pid integer,
+										OUT state text, OUT last_tick timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_scheduler_status';
+COMMENT ON FUNCTION schedq.scheduler_status IS 'one row per database with a running scheduler';
+
+-- Both views run as the querying role (security_invoker), so row-level
+-- security on schedq.task decides what each role counts.
+CREATE VIEW schedq.queue_stats WITH (security_invoker = true) AS
+SELECT q.queue,
+	   COALESCE(p.paused, false) AS paused,
+	   count(t.id) FILTER (WHERE t.status = 'pending') AS pending,
+	   count(t.id) FILTER (WHERE t.status = 'available') AS available,
+	   count(t.id) FILTER (WHERE t.status = 'running') AS running,
+	   count(t.id) FILTER (WHERE t.status = 'done') AS done,
+	   count(t.id) FILTER (WHERE t.status = 'failed') AS failed,
+	   count(t.id) FILTER (WHERE t.status = 'canceled') AS canceled,
+	   count(t.id) FILTER (WHERE t.status = 'skipped') AS skipped,
+	   now() - min(t.run_at) FILTER (WHERE t.status = 'available') AS oldest_available_age
+  FROM (SELECT queue FROM schedq.task UNION SELECT name FROM schedq.queue) q
+  LEFT JOIN schedq.task t ON t.queue = q.queue
+  LEFT JOIN schedq.queue p ON p.name = q.queue
+ GROUP BY q.queue, p.paused;
+COMMENT ON VIEW schedq.queue_stats IS 'tasks per queue and status';
+
+CREATE VIEW schedq.worker_status WITH (security_invoker = true) AS
+SELECT claimed_by AS worker,
+	   count(*) FILTER (WHERE status = 'running') AS running,
+	   count(*) AS claims,
+	   max(started_at) AS last_seen
+  FROM schedq.task
+ WHERE claimed_by IS NOT NULL
+ GROUP BY claimed_by;
+COMMENT ON VIEW schedq.worker_status IS 'workers seen in the retained tasks: running now, claims, last claim';
+
+--
+-- Internal: one pass of each scheduler loop, as the scheduler runs it, with
+-- the time passed in.  For tests, and for running by hand with
+-- schedq.enabled off.
+--
+
+CREATE FUNCTION schedq._promote_once(now timestamptz DEFAULT now())
+RETURNS integer
+LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_promote_once';
+
+CREATE FUNCTION schedq._reap_once(now timestamptz DEFAULT now())
+RETURNS integer
+LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_reap_once';
 
 --
 -- Privileges: PUBLIC gets nothing.  See the README for the GRANTs that make

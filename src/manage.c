@@ -22,6 +22,7 @@
 
 #include "schedq.h"
 #include "shmem.h"
+#include "wake.h"
 
 static SPIPlanPtr plan_lock_task = NULL;
 static SPIPlanPtr plan_cancel = NULL;
@@ -31,6 +32,7 @@ static SPIPlanPtr plan_queue = NULL;
 static SPIPlanPtr plan_limit_set = NULL;
 static SPIPlanPtr plan_limit_drop = NULL;
 static SPIPlanPtr plan_budget = NULL;
+static SPIPlanPtr plan_limit_event = NULL;
 
 /*
  * Raise the standard error for a NULL argument.
@@ -161,10 +163,24 @@ schedq_retry(PG_FUNCTION_ARGS)
 				"       THEN 'available' ELSE 'pending' END,"
 				"     retry_base = attempts, run_at = now(),"
 				"     claimed_by = NULL, lease_expires_at = NULL,"
+				"     deadline = NULL, parked = false,"
 				"     result = NULL, finished_at = NULL"
-				" WHERE id = $1",
+				" WHERE id = $1"
+				" RETURNING status, queue, required_caps",
 				1, types),
-			&id, NULL, 0, SPI_OK_UPDATE);
+			&id, NULL, 0, SPI_OK_UPDATE_RETURNING);
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+				   "available") == 0)
+		{
+			bool		isnull;
+
+			schedq_wake_claimers_at_commit(
+				SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2),
+				DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 3, &isnull)));
+		}
+		else
+			schedq_wake_scheduler_at_commit();
 		retried = true;
 		schedq_count(METRIC_TASKS_RETRIED, 1);
 	}
@@ -195,6 +211,8 @@ manage_set_paused(FunctionCallInfo fcinfo, bool paused)
 			2, types),
 		values, NULL, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
+	if (!paused)
+		schedq_wake_all_claimers_at_commit();
 }
 
 PG_FUNCTION_INFO_V1(schedq_pause_queue);
@@ -260,7 +278,13 @@ schedq_set_concurrency_limit(PG_FUNCTION_ARGS)
 						2, types),
 			values, NULL, 0, SPI_OK_INSERT);
 	}
+	/* tasks parked behind this key may go now */
+	schedq_execute(schedq_plan(&plan_limit_event,
+							   "INSERT INTO schedq.gate_event (concurrency_key) VALUES ($1)",
+							   1, types),
+				   values, NULL, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
+	schedq_wake_scheduler_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -325,5 +349,6 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 			3, types),
 		values, nulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
+	schedq_wake_all_claimers_at_commit();
 	PG_RETURN_VOID();
 }

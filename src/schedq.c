@@ -18,6 +18,7 @@
 #include "utils/guc.h"
 
 #include "schedq.h"
+#include "scheduler.h"
 #include "shmem.h"
 
 PG_MODULE_MAGIC;
@@ -76,6 +77,9 @@ _PG_init(void)
 		return;
 
 	schedq_shmem_install_hooks();
+	schedq_install_utility_hook();
+	if (!IsBinaryUpgrade)
+		schedq_register_launcher();
 }
 
 /*

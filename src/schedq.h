@@ -71,6 +71,10 @@ extern SchedqGrantCheck schedq_grant_parse(const char  *token,
 										   SchedqGrant *grant);
 extern void schedq_grant_require(const char *token, SchedqGrant *grant);
 
+/* Failing an attempt (work.c), for fail() and the reaper. */
+extern const char *schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
+									   int64 retry_us, bool permanent);
+
 /* Shared helpers for the API files. */
 extern void	 schedq_require_preloaded(void);
 extern int64 schedq_interval_usecs(const Interval *span);

@@ -42,12 +42,20 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /*
  * Ask the postmaster for our share of shared memory.
  */
+static Size
+shmem_size(void)
+{
+	return add_size(offsetof(SchedqSharedState, waiters),
+					mul_size(MaxBackends, sizeof(SchedqWaiter)));
+}
+
 static void
 shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(SchedqSharedState)));
+	RequestAddinShmemSpace(MAXALIGN(shmem_size()));
+	RequestNamedLWLockTranche("schedq", 1);
 }
 
 /*
@@ -64,12 +72,16 @@ shmem_startup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	schedq_shared =
-		ShmemInitStruct("schedq", sizeof(SchedqSharedState), &found);
+		ShmemInitStruct("schedq", shmem_size(), &found);
 	if (!found)
 	{
+		memset(schedq_shared, 0, shmem_size());
+		schedq_shared->lock = &(GetNamedLWLockTranche("schedq"))->lock;
 		pg_atomic_init_u64(&schedq_shared->key_generation, 1);
 		for (int i = 0; i < SCHEDQ_NUM_METRICS; i++)
 			pg_atomic_init_u64(&schedq_shared->metrics[i], 0);
+		pg_atomic_init_u32(&schedq_shared->nwaiters, 0);
+		schedq_shared->max_waiters = MaxBackends;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -85,4 +97,32 @@ schedq_shmem_install_hooks(void)
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
+}
+
+/*
+ * The slot of a database, or NULL.  With create, a free slot is taken for
+ * it (NULL if none is left).  Caller holds the schedq lock exclusively when
+ * create is true, at least shared otherwise.
+ */
+SchedqDatabase *
+schedq_database_slot(Oid dboid, bool create)
+{
+	SchedqDatabase *free_slot = NULL;
+
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+	{
+		SchedqDatabase *db = &schedq_shared->databases[i];
+
+		if (db->dboid == dboid)
+			return db;
+		if (db->dboid == InvalidOid && free_slot == NULL)
+			free_slot = db;
+	}
+	if (create && free_slot != NULL)
+	{
+		memset(free_slot, 0, sizeof(SchedqDatabase));
+		free_slot->dboid = dboid;
+		return free_slot;
+	}
+	return NULL;
 }

@@ -1,17 +1,26 @@
 /*-------------------------------------------------------------------------
  * shmem.h
- *	  The shared memory of schedq: counters, and the generation number
- *	  that tells backends their cached grant keys are out of date.
+ *	  The shared memory of schedq: counters, the grant key generation, one
+ *	  slot per database with a scheduler, and the claims waiting for work.
  *
- * Locking: every field below is a pg_atomic_uint64 and needs no lock.
- * Counters only grow (scheduler_lag_ms is a gauge, written by whoever
- * measured last); key_generation is bumped after a key rotation commits.
+ * Locking:
+ *	- metrics[], key_generation, nwaiters: atomics, no lock.  Counters only
+ *	  grow (scheduler_lag_ms is a gauge, written by whoever measured last);
+ *	  key_generation is bumped after a key rotation commits.
+ *	- launcher_pid, launcher_latch, databases[], waiters[]: the schedq
+ *	  LWLock.  A database slot is created by the launcher or by the backend
+ *	  that runs CREATE EXTENSION; its scheduler fields are written by that
+ *	  database's scheduler; a waiter slot is written by its own backend and
+ *	  by whoever wakes it.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_SHMEM_H
 #define SCHEDQ_SHMEM_H
 
+#include "datatype/timestamp.h"
 #include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
 
 typedef enum SchedqMetric
 {
@@ -32,16 +41,63 @@ typedef enum SchedqMetric
 	SCHEDQ_NUM_METRICS
 } SchedqMetric;
 
+/* Most databases with a scheduler at once. */
+#define SCHEDQ_MAX_DATABASES 64
+/* Most queue names a waiting claim filters on precisely; more match all. */
+#define SCHEDQ_WAITER_QUEUES 4
+
+/* What the scheduler of a database is doing, for scheduler_status(). */
+typedef enum SchedqSchedulerState
+{
+	SCHEDULER_NONE = 0,			/* no scheduler process */
+	SCHEDULER_STARTING,			/* started, checking the extension */
+	SCHEDULER_IDLE,				/* sleeping until the next due time */
+	SCHEDULER_PROMOTING,		/* in a promotion pass */
+	SCHEDULER_REAPING,			/* in a reaper pass */
+	SCHEDULER_DISABLED			/* schedq.enabled is off */
+} SchedqSchedulerState;
+
+typedef struct SchedqDatabase
+{
+	Oid			dboid;			/* InvalidOid: slot is free */
+	bool		probe;			/* launcher: start a scheduler here again */
+	bool		absent;			/* schedq is not installed here */
+	TimestampTz hold_until;		/* no scheduler before this (DROP DATABASE) */
+	pid_t		pid;			/* the scheduler, or 0 */
+	Latch	   *latch;			/* its latch */
+	SchedqSchedulerState state;
+	TimestampTz last_tick;
+} SchedqDatabase;
+
+/* A claim sleeping until a task it could take becomes available. */
+typedef struct SchedqWaiter
+{
+	Oid			dboid;			/* InvalidOid: not waiting */
+	Latch	   *latch;
+	bool		woken;			/* a waker picked it; it is claiming */
+	int			nqueues;		/* -1: every queue */
+	uint32		queues[SCHEDQ_WAITER_QUEUES];	/* hashes of queue names */
+	uint64		caps;			/* Bloom bits of the worker's capabilities */
+} SchedqWaiter;
+
 typedef struct SchedqSharedState
 {
+	LWLock	   *lock;
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
 	pg_atomic_uint64 key_generation;
 	pg_atomic_uint64 metrics[SCHEDQ_NUM_METRICS];
+	pg_atomic_uint32 nwaiters;
+	SchedqDatabase databases[SCHEDQ_MAX_DATABASES];
+	int			max_waiters;
+	SchedqWaiter waiters[FLEXIBLE_ARRAY_MEMBER];	/* by MyBackendId - 1 */
 } SchedqSharedState;
 
 extern SchedqSharedState *schedq_shared;
 extern const char *const  schedq_metric_names[SCHEDQ_NUM_METRICS];
 
 extern void schedq_shmem_install_hooks(void);
+extern SchedqDatabase *schedq_database_slot(Oid dboid, bool create);
 
 /* Add n to a counter; a no-op when the library was not preloaded. */
 static inline void

@@ -30,6 +30,7 @@
 
 #include "schedq.h"
 #include "shmem.h"
+#include "wake.h"
 
 /* The arguments of schedq.submit, in order; also the keys of submit_many. */
 typedef enum TaskArg
@@ -79,6 +80,7 @@ static SPIPlanPtr plan_find_dedup = NULL;
 static SPIPlanPtr plan_missing_budget = NULL;
 static SPIPlanPtr plan_check_run = NULL;
 static SPIPlanPtr plan_check_deps = NULL;
+static SPIPlanPtr plan_mark_deps = NULL;
 static SPIPlanPtr plan_many = NULL;
 static SPIPlanPtr plan_many_check = NULL;
 
@@ -312,6 +314,12 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 					errdetail(
 						"A task may only depend on tasks of its own run."));
 		}
+		/* so that finishing a dependency frees this task (promote.c) */
+		schedq_execute(schedq_plan(&plan_mark_deps,
+								   "UPDATE schedq.task SET has_dependents = true"
+								   " WHERE id = ANY ($1) AND NOT has_dependents",
+								   1, types),
+					   values, NULL, 0, SPI_OK_UPDATE);
 	}
 }
 
@@ -345,6 +353,12 @@ submit_one(SchedqCall *call, TaskArgs *a)
 	nulls[NUM_TASK_ARGS] = ' ';
 	values[NUM_TASK_ARGS + 1] = ObjectIdGetDatum(call->caller);
 	nulls[NUM_TASK_ARGS + 1] = ' ';
+
+	if (gated)
+		schedq_wake_scheduler_at_commit();
+	else
+		schedq_wake_claimers_at_commit(TextDatumGetCString(a->v[A_QUEUE]),
+									   DatumGetArrayTypeP(a->v[A_REQUIRED_CAPS]));
 
 	if (a->null[A_DEDUP_KEY])
 	{

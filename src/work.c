@@ -24,12 +24,16 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "access/xact.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "schedq.h"
 #include "shmem.h"
+#include "wake.h"
 
 /* Backoff of fail(): 1 s after the first attempt, doubling, capped. */
 #define BACKOFF_BASE_USECS USECS_PER_SEC
@@ -154,6 +158,106 @@ claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues,
 	return taken;
 }
 
+/*
+ * Mark the picked tasks running under a lease and return them in claim
+ * order, each with its grant.
+ */
+static void
+claim_take(ReturnSetInfo *rsinfo, Datum worker, Interval *lease, int taken, int64 *ids)
+{
+	static const Oid types[] = { INT8ARRAYOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID };
+	Datum	   *id_datums = palloc(sizeof(Datum) * taken);
+	Datum		values[4];
+	SPITupleTable *rows;
+	int			done;
+
+	for (int i = 0; i < taken; i++)
+		id_datums[i] = Int64GetDatum(ids[i]);
+	values[0] = PointerGetDatum(construct_array(id_datums, taken, INT8OID, 8,
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[1] = worker;
+	values[2] = IntervalPGetDatum(lease);
+	/* the clock, not now(): a claim may have waited */
+	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	done = schedq_execute(
+		schedq_plan(&plan_take,
+					"UPDATE schedq.task"
+					" SET status = 'running', attempts = attempts + 1,"
+					"     claimed_by = $2, lease = $3,"
+					"     lease_expires_at = $4 + $3, started_at = $4,"
+					"     deadline = $4 + timeout"
+					" WHERE id = ANY ($1)"
+					" RETURNING id, attempts, queue, kind, payload, priority,"
+					"     run_id, lease_expires_at",
+					4, types),
+		values, NULL, 0, SPI_OK_UPDATE_RETURNING);
+	if (done != taken)
+		elog(ERROR, "claimed %d tasks but updated %d", taken, done);
+	rows = SPI_tuptable;
+
+	for (int i = 0; i < taken; i++)
+	{
+		for (int r = 0; r < done; r++)
+		{
+			Datum		out[9];
+			bool		outnull[9];
+
+			for (int c = 0; c < 8; c++)
+				out[c] = SPI_getbinval(rows->vals[r], rows->tupdesc, c + 1, &outnull[c]);
+			if (DatumGetInt64(out[0]) != ids[i])
+				continue;
+			out[8] = CStringGetTextDatum(schedq_grant_sign(ids[i],
+														   DatumGetInt32(out[1]),
+														   DatumGetTimestampTz(out[7])));
+			outnull[8] = false;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
+			break;
+		}
+	}
+	schedq_count(METRIC_TASKS_CLAIMED, taken);
+}
+
+/*
+ * Sleep until a task this claim could take becomes available, or wait_us
+ * has passed, then pick.  Registers as a waiter *before* each look, so a
+ * task made available after the look wakes it.  Holds no row lock while
+ * it sleeps: a look that finds nothing locks nothing.
+ */
+static int
+claim_wait(SchedqCall *call, ClaimQueueFilter filter, Datum queues, bool queues_null,
+		   Datum caps, int n, int64 *ids, int64 wait_us)
+{
+	TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+	int			taken = 0;
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			long		timeout_ms;
+
+			schedq_waiter_register(queues_null ? NULL : DatumGetArrayTypeP(queues),
+								   DatumGetArrayTypeP(caps));
+			taken = claim_pick(call, filter, queues, queues_null, caps, n, ids);
+			if (taken > 0)
+				break;
+			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			if (timeout_ms <= 0)
+				break;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 timeout_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		schedq_waiter_unregister();
+	}
+	PG_END_TRY();
+	return taken;
+}
+
 PG_FUNCTION_INFO_V1(schedq_claim);
 
 /*
@@ -174,6 +278,7 @@ schedq_claim(PG_FUNCTION_ARGS)
 	Interval		*lease;
 	int64			*ids;
 	int				 taken;
+	int64			 wait_us;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -210,9 +315,14 @@ schedq_claim(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(5))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
-	if (schedq_interval_usecs(PG_GETARG_INTERVAL_P(5)) < 0)
+	wait_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(5));
+	if (wait_us < 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("wait must not be negative"));
+	if (wait_us > 0 && IsolationUsesXactSnapshot())
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("claim with wait requires the READ COMMITTED isolation level"),
+				errdetail("A transaction snapshot would never see tasks that become available while waiting."));
 	if (!queues_null)
 	{
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
@@ -232,61 +342,10 @@ schedq_claim(PG_FUNCTION_ARGS)
 
 	schedq_call_begin(&call);
 	taken = claim_pick(&call, filter, queues, queues_null, caps, n, ids);
+	if (taken == 0 && wait_us > 0)
+		taken = claim_wait(&call, filter, queues, queues_null, caps, n, ids, wait_us);
 	if (taken > 0)
-	{
-		static const Oid types[] = { INT8ARRAYOID, TEXTOID, INTERVALOID };
-		Datum			*id_datums = palloc(sizeof(Datum) * taken);
-		Datum			 values[3];
-		SPITupleTable	*rows;
-		int				 done;
-
-		for (int i = 0; i < taken; i++)
-			id_datums[i] = Int64GetDatum(ids[i]);
-		values[0] =
-			PointerGetDatum(construct_array(id_datums, taken, INT8OID, 8,
-											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[1] = worker;
-		values[2] = IntervalPGetDatum(lease);
-		done = schedq_execute(
-			schedq_plan(
-				&plan_take,
-				"UPDATE schedq.task"
-				" SET status = 'running', attempts = attempts + 1,"
-				"     claimed_by = $2, lease = $3,"
-				"     lease_expires_at = now() + $3, started_at = now()"
-				" WHERE id = ANY ($1)"
-				" RETURNING id, attempts, queue, kind, payload, priority,"
-				"     run_id, lease_expires_at",
-				3, types),
-			values, NULL, 0, SPI_OK_UPDATE_RETURNING);
-		if (done != taken)
-			elog(ERROR, "claimed %d tasks but updated %d", taken, done);
-		rows = SPI_tuptable;
-
-		/* Return them in claim order, each with its grant. */
-		for (int i = 0; i < taken; i++)
-		{
-			for (int r = 0; r < done; r++)
-			{
-				Datum out[9];
-				bool  outnull[9];
-
-				for (int c = 0; c < 8; c++)
-					out[c] = SPI_getbinval(rows->vals[r], rows->tupdesc, c + 1,
-										   &outnull[c]);
-				if (DatumGetInt64(out[0]) != ids[i])
-					continue;
-				out[8] = CStringGetTextDatum(
-					schedq_grant_sign(ids[i], DatumGetInt32(out[1]),
-									  DatumGetTimestampTz(out[7])));
-				outnull[8] = false;
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out,
-									 outnull);
-				break;
-			}
-		}
-		schedq_count(METRIC_TASKS_CLAIMED, taken);
-	}
+		claim_take(rsinfo, worker, lease, taken, ids);
 	schedq_call_end(&call);
 	return (Datum) 0;
 }
@@ -407,6 +466,93 @@ fail_backoff_usecs(int32 used)
 					(0.75 + 0.5 * pg_prng_double(&pg_global_prng_state)));
 }
 
+/*
+ * Fail attempt `attempt` of a task: retry it after retry_us (or the
+ * backoff, when retry_us is negative) while attempts remain and the
+ * failure is not permanent, else fail it for good.  The write is guarded
+ * by (id, attempt, status = 'running'); returns the new status, or
+ * "stale" when that attempt is no longer the running one.  Shared by
+ * fail() and the reaper.  Inside the caller's SPI connection.
+ */
+const char *
+schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
+					int64 retry_us, bool permanent)
+{
+	static const Oid lock_types[] = { INT8OID, INT4OID };
+	static const Oid final_types[] = { INT8OID, TEXTOID };
+	static const Oid retry_types[] = { INT8OID, TEXTOID, INT8OID, TEXTOID };
+	Datum		values[4];
+	HeapTuple	tuple;
+	TupleDesc	desc;
+	bool		isnull;
+	bool		exhausted;
+	int32		used;
+	bool		ungated;
+	int64		delay;
+	const char *status;
+
+	values[0] = Int64GetDatum(task_id);
+	values[1] = Int32GetDatum(attempt);
+	if (schedq_execute(
+			schedq_plan(&plan_fail_lock,
+						"SELECT attempts - retry_base >= max_attempts,"
+						"       attempts - retry_base,"
+						"       lock_key IS NULL AND concurrency_key IS NULL"
+						"       AND depends_on = '{}',"
+						"       queue, required_caps"
+						" FROM schedq.task"
+						" WHERE id = $1 AND attempts = $2 AND status = 'running'"
+						" FOR UPDATE",
+						2, lock_types),
+			values, NULL, 0, SPI_OK_SELECT) == 0)
+		return "stale";
+
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	exhausted = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
+	used = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	ungated = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+
+	values[1] = CStringGetTextDatum(error);
+	if (permanent || exhausted)
+	{
+		schedq_execute(schedq_plan(&plan_fail_final,
+								   "UPDATE schedq.task"
+								   " SET status = 'failed', last_error = $2,"
+								   "     finished_at = now()"
+								   " WHERE id = $1",
+								   2, final_types),
+					   values, NULL, 0, SPI_OK_UPDATE);
+		schedq_count(METRIC_TASKS_FAILED, 1);
+		return "failed";
+	}
+
+	/*
+	 * Retry at once as 'available' only when nothing would gate it;
+	 * otherwise the promotion loop decides.
+	 */
+	delay = retry_us >= 0 ? retry_us : fail_backoff_usecs(used);
+	status = (delay == 0 && ungated) ? "available" : "pending";
+	if (delay == 0 && ungated)
+		schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 4),
+									   DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)));
+	else
+		schedq_wake_scheduler_at_commit();
+	values[2] = Int64GetDatum(delay);
+	values[3] = CStringGetTextDatum(status);
+	schedq_execute(schedq_plan(&plan_fail_retry,
+							   "UPDATE schedq.task"
+							   " SET status = $4, last_error = $2,"
+							   "     run_at = now() + make_interval(secs => $3 / 1e6),"
+							   "     claimed_by = NULL, lease_expires_at = NULL,"
+							   "     deadline = NULL"
+							   " WHERE id = $1",
+							   4, retry_types),
+				   values, NULL, 0, SPI_OK_UPDATE);
+	schedq_count(METRIC_TASKS_RETRIED, 1);
+	return status;
+}
+
 PG_FUNCTION_INFO_V1(schedq_fail);
 
 /*
@@ -419,92 +565,33 @@ PG_FUNCTION_INFO_V1(schedq_fail);
 Datum
 schedq_fail(PG_FUNCTION_ARGS)
 {
-	static const Oid lock_types[] = { INT8OID, INT4OID };
-	static const Oid final_types[] = { INT8OID, TEXTOID };
-	static const Oid retry_types[] = { INT8OID, TEXTOID, INT8OID, TEXTOID };
-	SchedqGrant		 grant;
-	SchedqCall		 call;
-	Datum			 values[4];
-	bool			 permanent;
-	const char		*status;
+	SchedqGrant grant;
+	SchedqCall	call;
+	int64		retry_us = -1;
+	const char *status;
 
 	work_grant_arg(fcinfo, &grant);
 	if (PG_ARGISNULL(1))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("error must not be null"));
 	if (PG_ARGISNULL(3))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("permanent must not be null"));
-	if (!PG_ARGISNULL(2) && schedq_interval_usecs(PG_GETARG_INTERVAL_P(2)) < 0)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("retry_in must not be negative"));
-	permanent = PG_GETARG_BOOL(3);
-
-	values[0] = Int64GetDatum(grant.task_id);
-	values[1] = Int32GetDatum(grant.attempt);
+	if (!PG_ARGISNULL(2))
+	{
+		retry_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
+		if (retry_us < 0)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("retry_in must not be negative"));
+	}
 
 	schedq_call_begin(&call);
-	if (schedq_execute(
-			schedq_plan(
-				&plan_fail_lock,
-				"SELECT attempts - retry_base >= max_attempts,"
-				"       attempts - retry_base,"
-				"       lock_key IS NULL AND concurrency_key IS NULL"
-				" FROM schedq.task"
-				" WHERE id = $1 AND attempts = $2 AND status = 'running'"
-				" FOR UPDATE",
-				2, lock_types),
-			values, NULL, 0, SPI_OK_SELECT) == 0)
-		status = "stale";
-	else
-	{
-		HeapTuple tuple = SPI_tuptable->vals[0];
-		TupleDesc desc = SPI_tuptable->tupdesc;
-		bool	  isnull;
-		bool  exhausted = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
-		int32 used = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-		bool  ungated = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
-
-		values[1] = PG_GETARG_DATUM(1);
-		if (permanent || exhausted)
-		{
-			status = "failed";
-			schedq_execute(
-				schedq_plan(&plan_fail_final,
-							"UPDATE schedq.task"
-							" SET status = 'failed', last_error = $2,"
-							"     finished_at = now()"
-							" WHERE id = $1",
-							2, final_types),
-				values, NULL, 0, SPI_OK_UPDATE);
-			schedq_count(METRIC_TASKS_FAILED, 1);
-		}
-		else
-		{
-			int64 delay = PG_ARGISNULL(2) ?
-							  fail_backoff_usecs(used) :
-							  schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
-
-			/*
-			 * Retry at once as 'available' only when nothing would gate
-			 * it; otherwise the promotion loop decides.
-			 */
-			status = (delay == 0 && ungated) ? "available" : "pending";
-			values[2] = Int64GetDatum(delay);
-			values[3] = CStringGetTextDatum(status);
-			schedq_execute(
-				schedq_plan(
-					&plan_fail_retry,
-					"UPDATE schedq.task"
-					" SET status = $4, last_error = $2,"
-					"     run_at = now() + make_interval(secs => $3 / 1e6),"
-					"     claimed_by = NULL, lease_expires_at = NULL"
-					" WHERE id = $1",
-					4, retry_types),
-				values, NULL, 0, SPI_OK_UPDATE);
-			schedq_count(METRIC_TASKS_RETRIED, 1);
-		}
-	}
+	status = schedq_fail_attempt(grant.task_id, grant.attempt,
+								 text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								 retry_us, PG_GETARG_BOOL(3));
 	schedq_call_end(&call);
 	PG_RETURN_TEXT_P(cstring_to_text(status));
 }

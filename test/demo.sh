@@ -159,6 +159,11 @@ SELECT backend_type, datname
  WHERE backend_type LIKE 'schedq%'
  ORDER BY backend_type;
 \set ECHO none
+\if :scheduler_up
+\else
+\echo '   (no schedq scheduler appeared within 10 s: tasks that wait as pending will'
+\echo '   not become available, and the steps that need that will fail)'
+\endif
 
 \echo
 \echo '== 2. Submit a task =='

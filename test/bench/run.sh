@@ -24,6 +24,7 @@
 #   BENCH_SECONDS    duration of each measured run (default 10)
 #   BENCH_CLIENTS    client counts (default "1 4 16")
 #   BENCH_SYNCHRONOUS_COMMIT  synchronous_commit for the server (default on)
+#   BENCH_SERVER_CONF  extra postgresql.conf lines, e.g. "jit = off"
 #   BENCH_OUT        if set, the report is also written to this file
 #
 # Run as root, the server and every client run as the OS user postgres.
@@ -37,8 +38,11 @@ BINDIR=$("$PG_CONFIG" --bindir)
 DURATION=${BENCH_SECONDS:-10}
 CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
+EXTRA_CONF=${BENCH_SERVER_CONF:-}
 OUT=${BENCH_OUT:-}
 MAX_PRELOAD=${BENCH_MAX_PRELOAD:-3000000}
+LOAD_SESSIONS=$(nproc 2>/dev/null || echo 2)
+((LOAD_SESSIONS <= 4)) || LOAD_SESSIONS=4
 DB=bench
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -116,6 +120,7 @@ shared_preload_libraries = 'schedq'
 max_connections = 100
 max_worker_processes = 32
 synchronous_commit = $SYNC_COMMIT
+$EXTRA_CONF
 EOF
 if ! as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$TMP/server.log" -w -t 60 start >/dev/null; then
 	tail -n 30 "$TMP/server.log" >&2 || true
@@ -134,6 +139,7 @@ PGVER=$(psql_q -c "SHOW server_version" | cut -d' ' -f1)
 SCHEDQ_VER=$(psql_q -c "SELECT extversion FROM pg_extension WHERE extname = 'schedq'")
 FSYNC=$(psql_q -c "SHOW fsync")
 SHBUF=$(psql_q -c "SHOW shared_buffers")
+JIT=$(psql_q -c "SHOW jit")
 NCPU=$(nproc 2>/dev/null || echo '?')
 
 # ---------------------------------------------------------------------------
@@ -151,20 +157,27 @@ CHECKPOINT;
 EOF
 }
 
-# Empty schedq.task, submit $1 no-op tasks with submit_many and wait until
-# all of them are available.
+# Empty schedq.task, submit $1 no-op tasks with submit_many (chunks of
+# 10000, spread over LOAD_SESSIONS concurrent sessions) and wait until all
+# of them are available.
 load_schedq() {
-	local n=$1 chunk=25000 lo hi sql="" i state
-	for ((lo = 1; lo <= n; lo += chunk)); do
+	local n=$1 chunk=10000 lo hi i state k pids=() rc=0
+	local -a sql=()
+	for ((lo = 1, k = 0; lo <= n; lo += chunk, k = (k + 1) % LOAD_SESSIONS)); do
 		hi=$((lo + chunk - 1))
 		((hi <= n)) || hi=$n
-		sql+="SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(jsonb_build_object('kind', 'noop', 'payload', jsonb_build_object('i', g)) ORDER BY g) FROM generate_series($lo, $hi) AS g));"$'\n'
+		sql[k]+="SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(jsonb_build_object('kind', 'noop', 'payload', jsonb_build_object('i', g)) ORDER BY g) FROM generate_series($lo, $hi) AS g));"$'\n'
 	done
 	psql_q >/dev/null <<EOF
 DELETE FROM schedq.task;
 VACUUM (FULL, ANALYZE) schedq.task;
-$sql
 EOF
+	for k in "${!sql[@]}"; do
+		psql_q >/dev/null <<<"${sql[k]}" &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do wait "$k" || rc=$?; done
+	((rc == 0)) || die "submitting the preload failed"
 	for ((i = 0; i < 600; i++)); do
 		state=$(psql_q -c "SELECT count(*) FILTER (WHERE status = 'available') || ' ' || count(*) FROM schedq.task")
 		[[ $state == "$n $n" ]] && break
@@ -191,9 +204,9 @@ queue_counts() {
 # ---------------------------------------------------------------------------
 # One measured run
 # ---------------------------------------------------------------------------
-declare -A RATE LAT CHECK PRELOAD_USED
-declare -A BEST # per variant: best tasks/s measured so far, any system
-declare -A MAXC # per variant: highest client count measured so far
+declare -A RATE LAT CHECK
+declare -A BEST # per system:variant: best tasks/s measured so far
+declare -A MAXC # per system:variant: highest client count measured so far
 FAILED=0
 
 script_for() { # system variant
@@ -206,21 +219,32 @@ script_for() { # system variant
 }
 batch_of() { [[ $1 == B ]] && echo 10 || echo 1; }
 
-# How many tasks to preload: three times what the best rate seen so far in
-# this variant would consume (twice that for a client count higher than any
-# measured yet), so the queue does not run dry.
-preload_size() { # variant clients
-	local est=${BEST[$1]:-0} n
-	if ((est == 0)); then
-		if [[ $1 == B ]]; then
-			est=$((${BEST[A]:-8000} * 4))
-		else
-			est=8000
-		fi
-	elif (($2 > ${MAXC[$1]:-0})); then
-		est=$((est * 2))
+# How many tasks to preload so that the queue does not run dry.  The
+# expected rate is this system's best so far in this variant (doubled for a
+# client count higher than any measured yet), or before any, twice its rate
+# in the other variant.  Raw tasks are cheap to load: 2.5 times what that
+# rate would consume.  schedq tasks cost more to submit, so their estimate
+# is also capped by the raw rate just measured at the same client count
+# (schedq does more work per task than the raw table), with a margin of 1.5.
+# A run that runs dry anyway is repeated (run_one).
+preload_size() { # system variant clients
+	local sys=$1 var=$2 c=$3 other est n raw_here
+	est=${BEST[$sys:$var]:-0}
+	if ((est > 0)); then
+		if ((c > ${MAXC[$sys:$var]:-0})); then est=$((est * 2)); fi
+	else
+		[[ $var == A ]] && other=B || other=A
+		est=$((${BEST[$sys:$other]:-0} * 2))
 	fi
-	n=$((est * DURATION * 3))
+	if [[ $sys == raw ]]; then
+		((est > 0)) || est=8000
+		n=$((est * DURATION * 5 / 2))
+	else
+		raw_here=${RATE[$var:raw:$c]:-0}
+		if ((est == 0 || (raw_here > 0 && raw_here < est))); then est=$raw_here; fi
+		((est > 0)) || est=8000
+		n=$((est * DURATION * 3 / 2))
+	fi
 	((n >= 5000)) || n=5000
 	((n <= MAX_PRELOAD)) || n=$MAX_PRELOAD
 	echo "$n"
@@ -234,7 +258,7 @@ run_one() {
 	script=$(script_for "$sys" "$var")
 	batch=$(batch_of "$var")
 	j=$((c < 2 ? c : 2))
-	[[ -n $preload ]] || preload=$(preload_size "$var" "$c")
+	[[ -n $preload ]] || preload=$(preload_size "$sys" "$var" "$c")
 
 	t0=$(date +%s.%N)
 	if [[ $sys == raw ]]; then load_raw "$preload"; else load_schedq "$preload"; fi
@@ -275,7 +299,6 @@ run_one() {
 	rate=$(calc "$done * $tps / $processed")
 	RATE[$key]=$(printf '%.0f' "$rate")
 	LAT[$key]=$lat
-	PRELOAD_USED[$key]=$preload
 	expect=$((processed * batch))
 	if ((done == expect && running == 0)); then
 		CHECK[$key]=ok
@@ -285,8 +308,8 @@ run_one() {
 		CHECK[$key]="MISMATCH: $done done, pgbench did $processed x $batch"
 		FAILED=1
 	fi
-	if ((${RATE[$key]} > ${BEST[$var]:-0})); then BEST[$var]=${RATE[$key]}; fi
-	if ((c > ${MAXC[$var]:-0})); then MAXC[$var]=$c; fi
+	if ((${RATE[$key]} > ${BEST[$sys:$var]:-0})); then BEST[$sys:$var]=${RATE[$key]}; fi
+	if ((c > ${MAXC[$sys:$var]:-0})); then MAXC[$sys:$var]=$c; fi
 	log "$(printf '%-6s variant %s, %2d client(s): %s tasks/s, latency %s ms, %s' \
 		"$sys" "$var" "$c" "${RATE[$key]}" "$lat" "${CHECK[$key]}")"
 }
@@ -307,7 +330,8 @@ report() {
 	local var c r s ratio title
 	echo "schedq benchmark: claim + complete throughput, no-op work"
 	echo
-	echo "  server    PostgreSQL $PGVER, schedq $SCHEDQ_VER, $NCPU CPU(s), fsync=$FSYNC, synchronous_commit=$SYNC_COMMIT, shared_buffers=$SHBUF"
+	echo "  server    PostgreSQL $PGVER, schedq $SCHEDQ_VER, $NCPU CPU(s), fsync=$FSYNC, synchronous_commit=$SYNC_COMMIT, jit=$JIT, shared_buffers=$SHBUF"
+	[[ -z $EXTRA_CONF ]] || echo "  extra     postgresql.conf: $(tr '\n' ';' <<<"$EXTRA_CONF" | sed 's/;$//')"
 	echo "  pgbench   -M prepared, -T $DURATION s per run, -c N -j min(N,2); each run starts from an emptied,"
 	echo "            vacuumed queue preloaded with enough no-op tasks never to run dry"
 	echo "  raw       plain table, partial index on (priority DESC, run_at, id) WHERE status = 'available',"

@@ -1,0 +1,310 @@
+/*-------------------------------------------------------------------------
+ * launcher.c
+ *	  The cluster launcher: starts one scheduler for each database where
+ *	  schedq is installed, and starts it again when it stops.
+ *
+ * The launcher connects to no database; it reads pg_database (a shared
+ * catalog) every second, which costs no connection.  It cannot see
+ * pg_extension of other databases, so it learns where schedq is installed
+ * from the schedulers themselves:
+ *
+ *	- a database it has not seen yet (at launcher start, or new in
+ *	  pg_database) gets a scheduler; one that finds no schedq marks its slot
+ *	  'absent' and exits 0;
+ *	- an absent database gets a scheduler again only when a backend there
+ *	  commits CREATE EXTENSION schedq (the utility hook sets 'probe' in its
+ *	  slot and the launcher's latch), so databases without schedq are not
+ *	  connected to again and again;
+ *	- a scheduler that stopped for any other reason (an error, a crash, a
+ *	  SIGTERM) is started again after SCHEDQ_RESTART_DELAY, unless its slot
+ *	  is held (DROP DATABASE in progress) or the database is gone.
+ *
+ * Per database, in the launcher's memory:
+ *
+ *	 NEW --start--> STARTED --stopped, slot absent--> ABSENT --probe--> STARTED
+ *	                   |  ^
+ *	                   |  +--restart delay passed, not held-- STOPPED
+ *	                   +--stopped, not absent-------------------^
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "schedq.h"
+#include "scheduler.h"
+#include "shmem.h"
+
+#define LAUNCHER_SCAN_MS 1000
+#define SCHEDQ_RESTART_DELAY_MS 1000
+
+typedef enum LauncherDbState
+{
+	LDB_STARTED,				/* a scheduler was started */
+	LDB_STOPPED,				/* it stopped; start again after the delay */
+	LDB_ABSENT					/* no schedq there; wait for a probe */
+} LauncherDbState;
+
+typedef struct LauncherDb
+{
+	Oid			dboid;			/* hash key */
+	LauncherDbState state;
+	BackgroundWorkerHandle *handle;
+	TimestampTz stopped_at;
+	bool		seen;			/* still in pg_database at the last scan */
+} LauncherDb;
+
+static HTAB *launcher_dbs = NULL;
+
+static void
+launcher_exit(int code, Datum arg)
+{
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	if (schedq_shared->launcher_pid == MyProcPid)
+	{
+		schedq_shared->launcher_pid = 0;
+		schedq_shared->launcher_latch = NULL;
+	}
+	LWLockRelease(schedq_shared->lock);
+}
+
+/*
+ * Start a scheduler for a database.  Returns false when no background
+ * worker slot is free (we try again on the next scan).
+ */
+static bool
+launcher_start_scheduler(LauncherDb *db)
+{
+	BackgroundWorker worker = { 0 };
+
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher restarts it */
+	strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "schedq_scheduler_main", BGW_MAXLEN);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "schedq scheduler for database %u", db->dboid);
+	strlcpy(worker.bgw_type, "schedq scheduler", BGW_MAXLEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(db->dboid);
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &db->handle))
+	{
+		ereport(WARNING,
+				errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("could not start schedq scheduler for database %u", db->dboid),
+				errhint("Raise max_worker_processes."));
+		db->handle = NULL;
+		return false;
+	}
+	db->state = LDB_STARTED;
+	return true;
+}
+
+/*
+ * Mark every database of pg_database as seen, adding new ones.
+ */
+static void
+launcher_scan_databases(void)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	HASH_SEQ_STATUS status;
+	LauncherDb *db;
+
+	hash_seq_init(&status, launcher_dbs);
+	while ((db = hash_seq_search(&status)) != NULL)
+		db->seen = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
+		bool		found;
+
+		if (form->datistemplate || !form->datallowconn)
+			continue;
+		db = hash_search(launcher_dbs, &form->oid, HASH_ENTER, &found);
+		if (!found)
+		{
+			db->state = LDB_STOPPED;	/* start at once */
+			db->handle = NULL;
+			db->stopped_at = 0;
+		}
+		db->seen = true;
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+}
+
+/*
+ * Bring each database's scheduler to where it should be.  Returns the
+ * time of the next thing to do.
+ */
+static TimestampTz
+launcher_reconcile(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next = now + (int64) LAUNCHER_SCAN_MS * 1000;
+	HASH_SEQ_STATUS status;
+	LauncherDb *db;
+
+	hash_seq_init(&status, launcher_dbs);
+	while ((db = hash_seq_search(&status)) != NULL)
+	{
+		SchedqDatabase *slot;
+		bool		absent = false;
+		bool		probe = false;
+		bool		running_elsewhere = false;
+		TimestampTz hold_until = 0;
+
+		if (!db->seen)
+		{
+			/* dropped: its scheduler, if any, is gone with it */
+			if (db->handle != NULL)
+				pfree(db->handle);
+			hash_search(launcher_dbs, &db->dboid, HASH_REMOVE, NULL);
+			continue;
+		}
+
+		if (db->state == LDB_STARTED)
+		{
+			pid_t		pid;
+
+			if (GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED)
+				continue;
+			pfree(db->handle);
+			db->handle = NULL;
+			db->state = LDB_STOPPED;
+			db->stopped_at = now;
+		}
+
+		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+		slot = schedq_database_slot(db->dboid, true);
+		if (slot != NULL)
+		{
+			absent = slot->absent;
+			probe = slot->probe;
+			hold_until = slot->hold_until;
+			/* a scheduler this launcher did not start (it was restarted) */
+			running_elsewhere = slot->pid != 0 && kill(slot->pid, 0) == 0;
+			if (absent && probe)
+			{
+				slot->probe = false;
+				slot->absent = false;
+			}
+		}
+		LWLockRelease(schedq_shared->lock);
+
+		if (slot == NULL || running_elsewhere)
+			continue;
+		if (absent && !probe)
+		{
+			db->state = LDB_ABSENT;
+			continue;
+		}
+		if (hold_until > now)
+		{
+			next = Min(next, hold_until);
+			continue;
+		}
+		if (db->state == LDB_STOPPED &&
+			now < db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000)
+		{
+			next = Min(next, db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000);
+			continue;
+		}
+		(void) launcher_start_scheduler(db);
+	}
+	return next;
+}
+
+/*
+ * Main of the launcher worker.
+ */
+void
+schedq_launcher_main(Datum main_arg)
+{
+	HASHCTL		ctl;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("schedq launcher");
+
+	before_shmem_exit(launcher_exit, (Datum) 0);
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	schedq_shared->launcher_pid = MyProcPid;
+	schedq_shared->launcher_latch = MyLatch;
+	LWLockRelease(schedq_shared->lock);
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(LauncherDb);
+	ctl.hcxt = TopMemoryContext;
+	launcher_dbs = hash_create("schedq launcher databases", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	for (;;)
+	{
+		TimestampTz next;
+		long		timeout_ms;
+
+		launcher_scan_databases();
+		next = launcher_reconcile();
+		timeout_ms = Max(1, (next - GetCurrentTimestamp() + 999) / 1000);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
+
+/*
+ * Register the launcher; called from _PG_init while preloading.
+ */
+void
+schedq_register_launcher(void)
+{
+	BackgroundWorker worker = { 0 };
+
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "schedq_launcher_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "schedq launcher", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "schedq launcher", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}

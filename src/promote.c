@@ -1,0 +1,537 @@
+/*-------------------------------------------------------------------------
+ * promote.c
+ *	  The promotion pass: pending tasks become available once every gate
+ *	  holds.  Only this pass moves a task from 'pending' to 'available'.
+ *
+ * Gates (SPEC §3): run_at has come; every dependency is done; for a
+ * lock_key, the task is first in key order (version, then id, tasks
+ * without a version last) among the live tasks of its key and no task of
+ * the key is available or running; for a concurrency_key with a limit,
+ * fewer than the limit are available or running.  Tasks promoted earlier
+ * in the pass count against the last two.
+ *
+ * Nothing here scans every pending task.  A pass reads:
+ *	- due, unparked pending tasks through task_pending_idx (run_at), in
+ *	  batches: ungated ones are promoted in one statement; gated ones are
+ *	  judged one by one, with per-key answers cached for the pass;
+ *	- a gated task that is blocked by its lock_key, its concurrency limit or
+ *	  a dependency is *parked*: it leaves task_pending_idx and is not looked
+ *	  at again until a gate event names its key or its dependency;
+ *	- gate events (schedq.gate_event) are written by a trigger when a task
+ *	  holding a key, or one that others depend on (has_dependents), leaves
+ *	  'available'/'running', and by set_concurrency_limit.  The pass
+ *	  consumes them first and unparks the head of each lock key, as many
+ *	  tasks of each concurrency key as there are free slots, and the
+ *	  dependents of each finished task (task_depends_on_idx).  An event committed after the pass consumed the
+ *	  events stays for the next pass, so no parked task is forgotten.
+ * Passes are serialized by a transaction-level advisory lock, so the
+ * scheduler and schedq._promote_once() never run one at the same time.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "schedq.h"
+#include "scheduler.h"
+#include "shmem.h"
+#include "wake.h"
+
+/* Advisory lock keys: (database, SCHEDQ_LOCK_CLASS, what). */
+#define SCHEDQ_LOCK_CLASS 0x53510000	/* "SQ" */
+#define SCHEDQ_LOCK_PROMOTE 1
+
+static SPIPlanPtr plan_events = NULL;
+static SPIPlanPtr plan_unpark_lock = NULL;
+static SPIPlanPtr plan_unpark_concurrency = NULL;
+static SPIPlanPtr plan_unpark_dependents = NULL;
+static SPIPlanPtr plan_plain = NULL;
+static SPIPlanPtr plan_gated = NULL;
+static SPIPlanPtr plan_lock_state = NULL;
+static SPIPlanPtr plan_concurrency_state = NULL;
+static SPIPlanPtr plan_deps = NULL;
+static SPIPlanPtr plan_promote = NULL;
+static SPIPlanPtr plan_park = NULL;
+static SPIPlanPtr plan_next_due = NULL;
+static SPIPlanPtr plan_gate_event = NULL;
+
+/* What the pass knows about one key, cached for the pass. */
+typedef struct KeyState
+{
+	char		key[NAMEDATALEN * 2];	/* hash key: "L:" or "C:" + key */
+	bool		blocked;		/* lock key: nothing more of it this pass */
+	int32		limit;			/* concurrency key: -1 = no limit */
+	int64		active;			/* concurrency key: available + running */
+} KeyState;
+
+/*
+ * Take the pass lock, waiting for a pass running elsewhere.
+ */
+static void
+promote_lock(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SCHEDQ_LOCK_CLASS, SCHEDQ_LOCK_PROMOTE, 2);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * Consume the gate events and unpark what they free.
+ */
+static void
+promote_consume_events(bool *more)
+{
+	SPITupleTable *events;
+	int			n;
+	Datum		locks;
+	Datum		limits;
+	Datum		finished;
+	bool		isnull;
+
+	n = schedq_execute(
+		schedq_plan(&plan_events,
+					"WITH e AS (DELETE FROM schedq.gate_event"
+					"           RETURNING lock_key, concurrency_key, task_id)"
+					" SELECT array_agg(DISTINCT lock_key) FILTER (WHERE lock_key IS NOT NULL),"
+					"        array_agg(DISTINCT concurrency_key)"
+					"          FILTER (WHERE concurrency_key IS NOT NULL),"
+					"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
+					" FROM e",
+					0, NULL),
+		NULL, NULL, 0, SPI_OK_SELECT);
+	if (n == 0)
+		return;
+	events = SPI_tuptable;
+	locks = SPI_getbinval(events->vals[0], events->tupdesc, 1, &isnull);
+	if (!isnull)
+		schedq_execute(
+			schedq_plan(&plan_unpark_lock,
+						"UPDATE schedq.task SET parked = false"
+						" WHERE id IN (SELECT (SELECT h.id FROM schedq.task h"
+						"                      WHERE h.lock_key = k"
+						"                        AND h.status IN ('pending', 'available', 'running')"
+						"                      ORDER BY h.version, h.id LIMIT 1)"
+						"              FROM unnest($1::text[]) k)"
+						" AND status = 'pending' AND parked",
+						1, (Oid[]) { TEXTARRAYOID }),
+			&locks, NULL, 0, SPI_OK_UPDATE);
+
+	finished = SPI_getbinval(events->vals[0], events->tupdesc, 3, &isnull);
+	if (!isnull)
+		schedq_execute(
+			schedq_plan(&plan_unpark_dependents,
+						"UPDATE schedq.task SET parked = false"
+						" WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
+						" AND status = 'pending' AND parked",
+						1, (Oid[]) { INT8ARRAYOID }),
+			&finished, NULL, 0, SPI_OK_UPDATE);
+
+	limits = SPI_getbinval(events->vals[0], events->tupdesc, 2, &isnull);
+	if (!isnull)
+	{
+		/*
+		 * Free slots of each key: its limit (none: a batch) less what is
+		 * active.  At most a batch per key and pass; a key that filled a
+		 * whole batch gets another event, so the rest follows next pass.
+		 */
+		schedq_execute(
+			schedq_plan(&plan_unpark_concurrency,
+						"WITH freed AS ("
+						"  SELECT c, p.id, p.n, p.room FROM unnest($1::text[]) c,"
+						"  LATERAL (SELECT x.id, row_number() OVER () AS n,"
+						"     COALESCE((SELECT l.max_active FROM schedq.concurrency_limit l"
+						"               WHERE l.key = c), " CppAsString2(PROMOTE_BATCH) ")"
+						"     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
+						"        AND a.status IN ('available', 'running')) AS room"
+						"     FROM (SELECT t.id FROM schedq.task t"
+						"           WHERE t.concurrency_key = c AND t.status = 'pending' AND t.parked"
+						"           ORDER BY t.priority DESC, t.run_at, t.id"
+						"           LIMIT " CppAsString2(PROMOTE_BATCH) ") x) p"
+						"  WHERE p.n <= p.room),"
+						" unparked AS (UPDATE schedq.task t SET parked = false FROM freed"
+						"   WHERE t.id = freed.id RETURNING freed.c, freed.n)"
+						" INSERT INTO schedq.gate_event (concurrency_key)"
+						" SELECT DISTINCT c FROM unparked WHERE n = " CppAsString2(PROMOTE_BATCH),
+						1, (Oid[]) { TEXTARRAYOID }),
+			&limits, NULL, 0, SPI_OK_INSERT);
+		if (SPI_processed > 0)
+			*more = true;
+	}
+}
+
+/*
+ * Promote due tasks that no gate can hold: no lock_key, no
+ * concurrency_key, no dependencies.  Returns how many.
+ */
+static int
+promote_plain(TimestampTz now, TimestampTz *oldest)
+{
+	Datum		value = TimestampTzGetDatum(now);
+	int			n;
+
+	n = schedq_execute(
+		schedq_plan(&plan_plain,
+					"WITH p AS (SELECT id FROM schedq.task"
+					"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+					"    AND lock_key IS NULL AND concurrency_key IS NULL"
+					"    AND depends_on = '{}'"
+					"  ORDER BY run_at, id LIMIT " CppAsString2(PROMOTE_BATCH)
+					"  FOR UPDATE SKIP LOCKED)"
+					" UPDATE schedq.task t SET status = 'available' FROM p"
+					" WHERE t.id = p.id"
+					" RETURNING t.queue, t.required_caps, t.run_at",
+					1, (Oid[]) { TIMESTAMPTZOID }),
+		&value, NULL, 0, SPI_OK_UPDATE_RETURNING);
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		bool		isnull;
+		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull));
+
+		schedq_wake_claimers_at_commit(SPI_getvalue(tuple, SPI_tuptable->tupdesc, 1),
+									   DatumGetArrayTypeP(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull)));
+		if (run_at < *oldest)
+			*oldest = run_at;
+	}
+	return n;
+}
+
+static KeyState *
+promote_key(HTAB *keys, char kind, const char *key, bool *found)
+{
+	char		hkey[NAMEDATALEN * 2];
+
+	memset(hkey, 0, sizeof(hkey));
+	hkey[0] = kind;
+	hkey[1] = ':';
+	strlcpy(hkey + 2, key, sizeof(hkey) - 2);
+	return (KeyState *) hash_search(keys, hkey, HASH_ENTER, found);
+}
+
+/*
+ * Does the lock-key gate let this task go?  It must be the head of its
+ * key and the key must have nothing available or running (nor anything
+ * promoted earlier in this pass).
+ */
+static bool
+promote_lock_gate(HTAB *keys, const char *lock_key, int64 id)
+{
+	bool		found;
+	KeyState   *ks = promote_key(keys, 'L', lock_key, &found);
+	Datum		value;
+	bool		isnull;
+	int64		head;
+	bool		active;
+
+	if (found && ks->blocked)
+		return false;
+	value = CStringGetTextDatum(lock_key);
+	schedq_execute(
+		schedq_plan(&plan_lock_state,
+					"SELECT (SELECT h.id FROM schedq.task h WHERE h.lock_key = $1"
+					"          AND h.status IN ('pending', 'available', 'running')"
+					"        ORDER BY h.version, h.id LIMIT 1),"
+					"       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
+					"          AND a.status IN ('available', 'running'))",
+					1, (Oid[]) { TEXTOID }),
+		&value, NULL, 0, SPI_OK_SELECT);
+	head = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	active = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	ks->blocked = true;			/* whatever happens, the key is done for this pass */
+	return head == id && !active;
+}
+
+/*
+ * Does the concurrency gate let this task go?  Counts it if so.
+ */
+static bool
+promote_concurrency_gate(HTAB *keys, const char *concurrency_key)
+{
+	bool		found;
+	KeyState   *ks = promote_key(keys, 'C', concurrency_key, &found);
+
+	if (!found)
+	{
+		Datum		value = CStringGetTextDatum(concurrency_key);
+		bool		isnull;
+
+		schedq_execute(
+			schedq_plan(&plan_concurrency_state,
+						"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
+						"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
+						"          AND status IN ('available', 'running'))",
+						1, (Oid[]) { TEXTOID }),
+			&value, NULL, 0, SPI_OK_SELECT);
+		ks->limit = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		if (isnull)
+			ks->limit = -1;
+		ks->active = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	return ks->limit < 0 || ks->active < ks->limit;
+}
+
+/*
+ * Are all of a task's dependencies done?  (A dependency deleted by
+ * retention was done.)
+ */
+static bool
+promote_deps_done(int64 id)
+{
+	Datum		value = Int64GetDatum(id);
+
+	return schedq_execute(
+			   schedq_plan(&plan_deps,
+						   "SELECT FROM schedq.task t, unnest(t.depends_on) d"
+						   " JOIN schedq.task x ON x.id = d"
+						   " WHERE t.id = $1 AND x.status <> 'done' LIMIT 1",
+						   1, (Oid[]) { INT8OID }),
+			   &value, NULL, 1, SPI_OK_SELECT) == 0;
+}
+
+/*
+ * Judge a batch of due gated tasks; promote those every gate lets go and
+ * park those a key blocks.  Returns how many were promoted.
+ */
+static int
+promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
+{
+	Datum		value = TimestampTzGetDatum(now);
+	SPITupleTable *rows;
+	HASHCTL		ctl;
+	HTAB	   *keys;
+	int			n;
+	Datum	   *promote;
+	Datum	   *park;
+	int			npromote = 0;
+	int			npark = 0;
+	int			done = 0;
+
+	n = schedq_execute(
+		schedq_plan(&plan_gated,
+					"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
+					"  SELECT * FROM schedq.task"
+					"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+					"    AND (lock_key IS NOT NULL OR concurrency_key IS NOT NULL"
+					"         OR depends_on <> '{}')"
+					"  ORDER BY run_at, id LIMIT " CppAsString2(PROMOTE_BATCH)
+					"  FOR UPDATE SKIP LOCKED) t"
+					" ORDER BY priority DESC, run_at, id",
+					1, (Oid[]) { TIMESTAMPTZOID }),
+		&value, NULL, 0, SPI_OK_SELECT);
+	if (n == 0)
+		return 0;
+	if (n == PROMOTE_BATCH)
+		*more = true;
+	rows = SPI_tuptable;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = NAMEDATALEN * 2;
+	ctl.entrysize = sizeof(KeyState);
+	ctl.hcxt = CurrentMemoryContext;
+	keys = hash_create("schedq promotion keys", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	promote = palloc(sizeof(Datum) * n);
+	park = palloc(sizeof(Datum) * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = rows->vals[i];
+		TupleDesc	desc = rows->tupdesc;
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		char	   *lock_key = SPI_getvalue(tuple, desc, 2);
+		char	   *concurrency_key = SPI_getvalue(tuple, desc, 3);
+		bool		has_deps = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
+		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 5, &isnull));
+
+		if (has_deps && !promote_deps_done(id))
+		{
+			park[npark++] = Int64GetDatum(id);
+			continue;
+		}
+		if (lock_key != NULL && !promote_lock_gate(keys, lock_key, id))
+		{
+			park[npark++] = Int64GetDatum(id);
+			continue;
+		}
+		if (concurrency_key != NULL && !promote_concurrency_gate(keys, concurrency_key))
+		{
+			park[npark++] = Int64GetDatum(id);
+			continue;
+		}
+		if (concurrency_key != NULL)
+		{
+			bool		found;
+
+			promote_key(keys, 'C', concurrency_key, &found)->active++;
+		}
+		promote[npromote++] = Int64GetDatum(id);
+		if (run_at < *oldest)
+			*oldest = run_at;
+	}
+
+	if (npromote > 0)
+	{
+		Datum		ids = PointerGetDatum(construct_array(promote, npromote, INT8OID, 8,
+														  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+
+		done = schedq_execute(
+			schedq_plan(&plan_promote,
+						"UPDATE schedq.task SET status = 'available'"
+						" WHERE id = ANY ($1) AND status = 'pending'"
+						" RETURNING queue, required_caps",
+						1, (Oid[]) { INT8ARRAYOID }),
+			&ids, NULL, 0, SPI_OK_UPDATE_RETURNING);
+		for (int i = 0; i < done; i++)
+		{
+			bool		isnull;
+
+			schedq_wake_claimers_at_commit(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+										   DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[i],
+																			SPI_tuptable->tupdesc, 2, &isnull)));
+		}
+	}
+	if (npark > 0)
+	{
+		Datum		ids = PointerGetDatum(construct_array(park, npark, INT8OID, 8,
+														  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+
+		schedq_execute(schedq_plan(&plan_park,
+								   "UPDATE schedq.task SET parked = true"
+								   " WHERE id = ANY ($1) AND status = 'pending'",
+								   1, (Oid[]) { INT8ARRAYOID }),
+					   &ids, NULL, 0, SPI_OK_UPDATE);
+	}
+	hash_destroy(keys);
+	return done;
+}
+
+/*
+ * One promotion pass at time `now`.  Returns how many tasks it made
+ * available; *more is set when a batch was full and another pass should
+ * follow at once.
+ */
+int
+schedq_promote_pass(TimestampTz now, bool *more)
+{
+	TimestampTz oldest = DT_NOEND;
+	int			promoted;
+
+	promote_lock();
+	promote_consume_events(more);
+	promoted = promote_plain(now, &oldest);
+	if (promoted == PROMOTE_BATCH)
+		*more = true;
+	promoted += promote_gated(now, &oldest, more);
+
+	if (promoted > 0)
+	{
+		schedq_count(METRIC_TASKS_PROMOTED, promoted);
+		pg_atomic_write_u64(&schedq_shared->metrics[METRIC_SCHEDULER_LAG_MS],
+							(uint64) Max(0, (now - oldest) / 1000));
+	}
+	return promoted;
+}
+
+/*
+ * The earliest run_at after `now` of a pending, unparked task, or
+ * DT_NOEND.  Tasks already due but not promoted (locked by someone, or
+ * waiting for dependencies) are not counted: they would make the
+ * scheduler spin.
+ */
+TimestampTz
+schedq_next_due(TimestampTz now)
+{
+	Datum		value = TimestampTzGetDatum(now);
+	bool		isnull;
+	Datum		next;
+
+	schedq_execute(schedq_plan(&plan_next_due,
+							   "SELECT min(run_at) FROM schedq.task"
+							   " WHERE status = 'pending' AND NOT parked AND run_at > $1",
+							   1, (Oid[]) { TIMESTAMPTZOID }),
+				   &value, NULL, 0, SPI_OK_SELECT);
+	next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
+}
+
+/*
+ * Unpark every parked task: the scheduler does this when it starts,
+ * since gate events are unlogged and a crash may have lost some.
+ */
+void
+schedq_unpark_all(void)
+{
+	if (SPI_execute("UPDATE schedq.task SET parked = false WHERE parked", false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not unpark tasks");
+}
+
+PG_FUNCTION_INFO_V1(schedq_promote_once);
+
+/*
+ * schedq._promote_once(now): one promotion pass, as the scheduler runs it,
+ * at the given time.  For tests and for manual use with the scheduler
+ * disabled.  Returns how many tasks became available.
+ */
+Datum
+schedq_promote_once(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	bool		more = false;
+	int			promoted;
+
+	schedq_call_begin(&call);
+	promoted = schedq_promote_pass(PG_GETARG_TIMESTAMPTZ(0), &more);
+	schedq_call_end(&call);
+	PG_RETURN_INT32(promoted);
+}
+
+PG_FUNCTION_INFO_V1(schedq_gate_event_trigger);
+
+/*
+ * AFTER UPDATE trigger on schedq.task: a task holding a lock_key or a
+ * concurrency_key left 'available'/'running' (the WHEN clause says which
+ * rows), so record a gate event and wake the scheduler after commit.
+ */
+Datum
+schedq_gate_event_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	Datum		values[3];
+	char		nulls[3];
+	bool		isnull;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "schedq._gate_event() must be called as a trigger");
+
+	desc = trigdata->tg_relation->rd_att;
+	values[0] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "lock_key"), desc, &isnull);
+	nulls[0] = isnull ? 'n' : ' ';
+	values[1] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "concurrency_key"), desc, &isnull);
+	nulls[1] = isnull ? 'n' : ' ';
+	values[2] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "has_dependents"), desc, &isnull);
+	nulls[2] = DatumGetBool(values[2]) ? ' ' : 'n';
+	values[2] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "id"), desc, &isnull);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	schedq_execute(schedq_plan(&plan_gate_event,
+							   "INSERT INTO schedq.gate_event (lock_key, concurrency_key, task_id)"
+							   " VALUES ($1, $2, $3)",
+							   3, (Oid[]) { TEXTOID, TEXTOID, INT8OID }),
+				   values, nulls, 0, SPI_OK_INSERT);
+	SPI_finish();
+	schedq_wake_scheduler_at_commit();
+	return PointerGetDatum(NULL);
+}

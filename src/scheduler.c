@@ -1,0 +1,208 @@
+/*-------------------------------------------------------------------------
+ * scheduler.c
+ *	  The per-database scheduler: one background worker per database with
+ *	  schedq installed, started by the launcher.
+ *
+ * Each iteration is one transaction (the bracket of STYLE §4): check that
+ * schedq is still installed (exit for good if not), run a promotion pass,
+ * a reaper pass when one is due, and find the next due time.  Then sleep
+ * on the latch until the earliest of: the next pending run_at, the next
+ * reaper pass, schedq.promote_interval (the fallback).  Commits that
+ * create work set the latch (wake.c), so a submit is promoted at once and
+ * a task due in a second is promoted within milliseconds of its run_at.
+ *
+ * Only one scheduler acts per database: it holds a session-level advisory
+ * lock for its lifetime, and a second one exits.  An ERROR ends the worker
+ * (exit 1) and the launcher starts it again; every pass is idempotent.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "schedq.h"
+#include "scheduler.h"
+#include "shmem.h"
+
+#define SCHEDQ_LOCK_CLASS 0x53510000
+#define SCHEDQ_LOCK_SCHEDULER 3
+
+
+static SchedqDatabase *scheduler_slot = NULL;
+
+static void
+scheduler_set_state(SchedqSchedulerState state)
+{
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	scheduler_slot->state = state;
+	if (state == SCHEDULER_IDLE || state == SCHEDULER_DISABLED)
+		scheduler_slot->last_tick = GetCurrentTimestamp();
+	LWLockRelease(schedq_shared->lock);
+}
+
+static void
+scheduler_exit(int code, Datum arg)
+{
+	if (scheduler_slot == NULL)
+		return;
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	if (scheduler_slot->pid == MyProcPid)
+	{
+		scheduler_slot->pid = 0;
+		scheduler_slot->latch = NULL;
+		scheduler_slot->state = SCHEDULER_NONE;
+	}
+	LWLockRelease(schedq_shared->lock);
+}
+
+/*
+ * Open the transaction of one iteration.
+ */
+static void
+scheduler_begin(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+scheduler_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Leave for good: schedq is not installed in this database (any more).
+ * The launcher starts a scheduler here again only after CREATE EXTENSION.
+ */
+static void
+scheduler_not_installed(void)
+{
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	scheduler_slot->absent = true;
+	LWLockRelease(schedq_shared->lock);
+	ereport(LOG, errmsg("schedq scheduler exiting: extension \"schedq\" is not installed in database \"%s\"",
+						get_database_name(MyDatabaseId)));
+	proc_exit(0);
+}
+
+/*
+ * Main of the scheduler worker; main_arg is the database OID.
+ */
+void
+schedq_scheduler_main(Datum main_arg)
+{
+	Oid			dboid = DatumGetObjectId(main_arg);
+	TimestampTz next_reap = 0;
+	MemoryContext loop_cxt;
+	LOCKTAG		tag;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("schedq scheduler");
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	/* Its queries are short; JIT would only cost (see the README). */
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	scheduler_slot = schedq_database_slot(dboid, true);
+	LWLockRelease(schedq_shared->lock);
+	if (scheduler_slot == NULL)
+		ereport(ERROR,
+				errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("schedq supports at most %d databases", SCHEDQ_MAX_DATABASES));
+
+	/* One scheduler per database: a second one leaves at once. */
+	SET_LOCKTAG_ADVISORY(tag, dboid, SCHEDQ_LOCK_CLASS, SCHEDQ_LOCK_SCHEDULER, 2);
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		ereport(LOG, errmsg("schedq scheduler exiting: another scheduler serves database %u", dboid));
+		proc_exit(1);
+	}
+
+	before_shmem_exit(scheduler_exit, (Datum) 0);
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	scheduler_slot->pid = MyProcPid;
+	scheduler_slot->latch = MyLatch;
+	scheduler_slot->state = SCHEDULER_STARTING;
+	scheduler_slot->absent = false;
+	LWLockRelease(schedq_shared->lock);
+
+	/* Gate events are unlogged: after a crash, look at every task again. */
+	scheduler_begin("schedq scheduler: starting");
+	if (!OidIsValid(get_extension_oid("schedq", true)))
+		scheduler_not_installed();
+	schedq_unpark_all();
+	scheduler_commit();
+
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "schedq scheduler loop",
+									 ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz wake = now + (int64) schedq_promote_interval_ms * 1000;
+		bool		more = false;
+		long		timeout_ms;
+
+		MemoryContextSwitchTo(loop_cxt);
+		if (schedq_enabled)
+		{
+			scheduler_set_state(SCHEDULER_PROMOTING);
+			scheduler_begin("schedq scheduler: promoting");
+			if (!OidIsValid(get_extension_oid("schedq", true)))
+				scheduler_not_installed();
+			(void) schedq_promote_pass(now, &more);
+			if (now >= next_reap)
+			{
+				scheduler_set_state(SCHEDULER_REAPING);
+				(void) schedq_reap_pass(now, &more);
+				next_reap = now + (int64) schedq_reaper_interval_ms * 1000;
+			}
+			wake = Min(wake, Min(next_reap, schedq_next_due(now)));
+			scheduler_commit();
+			scheduler_set_state(SCHEDULER_IDLE);
+		}
+		else
+			scheduler_set_state(SCHEDULER_DISABLED);
+		MemoryContextSwitchTo(loop_cxt);
+		MemoryContextReset(loop_cxt);
+
+		/* round up: waking a little early would find nothing due yet */
+		timeout_ms = more ? 0 : Max(1, (wake - GetCurrentTimestamp() + 999) / 1000);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
