@@ -33,12 +33,10 @@ CREATE TABLE schedq.task (
 	kind			text NOT NULL,
 	payload			jsonb NOT NULL DEFAULT '{}',
 	priority		integer NOT NULL DEFAULT 0,
-	status			text NOT NULL
-		CHECK (status IN ('pending', 'available', 'running',
-						  'done', 'failed', 'canceled', 'skipped')),
+	status			text NOT NULL,
 	run_at			timestamptz NOT NULL DEFAULT now(),
 	attempts		integer NOT NULL DEFAULT 0,
-	max_attempts	integer NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
+	max_attempts	integer NOT NULL DEFAULT 5,
 	retry_base		integer NOT NULL DEFAULT 0,
 	timeout			interval,
 	lock_key		text,
@@ -46,7 +44,7 @@ CREATE TABLE schedq.task (
 	concurrency_key	text,
 	required_caps	text[] NOT NULL DEFAULT '{}',
 	budgets			text[] NOT NULL DEFAULT '{}',
-	cost			numeric NOT NULL DEFAULT 1 CHECK (cost >= 0),
+	cost			numeric NOT NULL DEFAULT 1,
 	run_id			bigint,
 	depends_on		bigint[] NOT NULL DEFAULT '{}',
 	dedup_key		text,
@@ -64,9 +62,12 @@ CREATE TABLE schedq.task (
 	finished_at		timestamptz
 );
 COMMENT ON TABLE schedq.task IS 'every task, in every state; each role sees its own';
+-- No CHECK constraints: only the API functions write this table, and they
+-- check every value first; a CHECK would be parsed again by every UPDATE.
+-- Index count matters too: each one costs every claim and complete.
 COMMENT ON COLUMN schedq.task.attempts IS 'attempt number of the latest claim; never decreases';
 COMMENT ON COLUMN schedq.task.retry_base IS 'value of attempts when schedq.retry last gave a fresh allowance';
-COMMENT ON COLUMN schedq.task.deadline IS 'when the running attempt times out (claim time + timeout)';
+COMMENT ON COLUMN schedq.task.deadline IS 'when the running attempt times out (claim time + timeout); lease_expires_at never passes it';
 COMMENT ON COLUMN schedq.task.parked IS 'pending and blocked by a lock_key, a concurrency limit or a dependency: not looked at again until a gate event frees it';
 COMMENT ON COLUMN schedq.task.has_dependents IS 'some task lists this one in depends_on';
 
@@ -82,12 +83,10 @@ CREATE INDEX task_pending_idx ON schedq.task (run_at) WHERE status = 'pending' A
 CREATE INDEX task_parked_concurrency_idx ON schedq.task
 	(concurrency_key, priority DESC, run_at, id)
 	WHERE status = 'pending' AND parked AND concurrency_key IS NOT NULL;
--- Reaper: running tasks by lease expiry and by deadline; retention:
--- finished tasks by age.
+-- Reaper: running tasks by lease expiry (never later than the deadline);
+-- retention: finished tasks by age.
 CREATE INDEX task_running_idx ON schedq.task (lease_expires_at)
 	WHERE status = 'running';
-CREATE INDEX task_deadline_idx ON schedq.task (deadline)
-	WHERE status = 'running' AND deadline IS NOT NULL;
 CREATE INDEX task_finished_idx ON schedq.task (finished_at)
 	WHERE status IN ('done', 'failed', 'canceled', 'skipped');
 -- At most one live task per dedup_key.

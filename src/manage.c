@@ -349,6 +349,7 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 			3, types),
 		values, nulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
+	schedq_budgets_changed_at_commit();
 	schedq_wake_all_claimers_at_commit();
 	PG_RETURN_VOID();
 }

@@ -24,23 +24,30 @@
 #include "shmem.h"
 
 static SPIPlanPtr plan_expired = NULL;
-static SPIPlanPtr plan_timed_out = NULL;
 static SPIPlanPtr plan_retention = NULL;
 
 /*
- * Fail every attempt the plan returns (id, attempts), with the reason.
+ * One reaper pass at time `now`.  Returns how many attempts it took back;
+ * *more is set when a batch was full.  A lease never outlives the
+ * attempt's deadline (claim and heartbeat cap it), so one index finds
+ * both: an attempt past its deadline timed out, any other lost its lease.
  */
-static int
-reap_attempts(SPIPlanPtr *plan, const char *sql, TimestampTz now,
-			  const char *reason, SchedqMetric metric, bool *more)
+int
+schedq_reap_pass(TimestampTz now, bool *more)
 {
 	Datum		value = TimestampTzGetDatum(now);
 	SPITupleTable *rows;
 	int			n;
 	int			reaped = 0;
 
-	n = schedq_execute(schedq_plan(plan, sql, 1, (Oid[]) { TIMESTAMPTZOID }),
-					   &value, NULL, 0, SPI_OK_SELECT);
+	n = schedq_execute(
+		schedq_plan(&plan_expired,
+					"SELECT id, attempts, deadline <= $1 FROM schedq.task"
+					" WHERE status = 'running' AND lease_expires_at < $1"
+					" ORDER BY lease_expires_at LIMIT " CppAsString2(REAP_BATCH)
+					" FOR UPDATE SKIP LOCKED",
+					1, (Oid[]) { TIMESTAMPTZOID }),
+		&value, NULL, 0, SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	if (n == REAP_BATCH)
 		*more = true;
@@ -49,40 +56,19 @@ reap_attempts(SPIPlanPtr *plan, const char *sql, TimestampTz now,
 		bool		isnull;
 		int64		id = DatumGetInt64(SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull));
 		int32		attempt = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull));
+		bool		timed_out = DatumGetBool(SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull));
 
-		if (strcmp(schedq_fail_attempt(id, attempt, reason, -1, false), "stale") != 0)
-			reaped++;
+		timed_out = timed_out && !isnull;
+		if (strcmp(schedq_fail_attempt(id, attempt, timed_out ? "timeout" : "lease expired",
+									   -1, false), "stale") == 0)
+			continue;
+		reaped++;
+		schedq_count(timed_out ? METRIC_TASK_TIMEOUTS : METRIC_LEASE_EXPIRATIONS, 1);
 	}
-	schedq_count(metric, reaped);
-	return reaped;
-}
-
-/*
- * One reaper pass at time `now`.  Returns how many attempts it took back;
- * *more is set when a batch was full.
- */
-int
-schedq_reap_pass(TimestampTz now, bool *more)
-{
-	int			reaped;
-
-	reaped = reap_attempts(&plan_timed_out,
-						   "SELECT id, attempts FROM schedq.task"
-						   " WHERE status = 'running' AND deadline < $1"
-						   " ORDER BY deadline LIMIT " CppAsString2(REAP_BATCH)
-						   " FOR UPDATE SKIP LOCKED",
-						   now, "timeout", METRIC_TASK_TIMEOUTS, more);
-	reaped += reap_attempts(&plan_expired,
-							"SELECT id, attempts FROM schedq.task"
-							" WHERE status = 'running' AND lease_expires_at < $1"
-							" ORDER BY lease_expires_at LIMIT " CppAsString2(REAP_BATCH)
-							" FOR UPDATE SKIP LOCKED",
-							now, "lease expired", METRIC_LEASE_EXPIRATIONS, more);
 
 	if (schedq_retention_s >= 0)
 	{
-		Datum		value = TimestampTzGetDatum(now - (int64) schedq_retention_s * USECS_PER_SEC);
-
+		value = TimestampTzGetDatum(now - (int64) schedq_retention_s * USECS_PER_SEC);
 		if (schedq_execute(
 				schedq_plan(&plan_retention,
 							"DELETE FROM schedq.task WHERE id IN ("

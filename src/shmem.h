@@ -4,7 +4,8 @@
  *	  slot per database with a scheduler, and the claims waiting for work.
  *
  * Locking:
- *	- metrics[], key_generation, nwaiters: atomics, no lock.  Counters only
+ *	- metrics[], key_generation, budget_generation, nwaiters: atomics, no
+ *	  lock.  budget_generation is bumped after a set_budget commits.  Counters only
  *	  grow (scheduler_lag_ms is a gauge, written by whoever measured last);
  *	  key_generation is bumped after a key rotation commits.
  *	- launcher_pid, launcher_latch, databases[], waiters[]: the schedq
@@ -86,6 +87,7 @@ typedef struct SchedqSharedState
 	pid_t		launcher_pid;
 	Latch	   *launcher_latch;
 	pg_atomic_uint64 key_generation;
+	pg_atomic_uint64 budget_generation;
 	pg_atomic_uint64 metrics[SCHEDQ_NUM_METRICS];
 	pg_atomic_uint32 nwaiters;
 	SchedqDatabase databases[SCHEDQ_MAX_DATABASES];

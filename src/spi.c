@@ -95,14 +95,18 @@ schedq_caller_acts_for(SchedqCall *call, Oid owner)
 /*
  * Prepare a query once per backend and keep its plan in *cache.  The plan
  * cache re-plans it by itself after DDL, including DROP and CREATE
- * EXTENSION.
+ * EXTENSION.  Always a generic plan: these queries are short index scans
+ * whose shape does not depend on the values, and planning them afresh on
+ * every call (what the plan cache would choose for the LIMIT $1 of claim)
+ * costs more than running them.
  */
 SPIPlanPtr
 schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs, const Oid *argtypes)
 {
 	if (*cache == NULL)
 	{
-		SPIPlanPtr plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+		SPIPlanPtr plan = SPI_prepare_cursor(sql, nargs, (Oid *) argtypes,
+											 CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s",

@@ -48,6 +48,7 @@ typedef struct WakeTask
 static bool wake_callback_registered = false;
 static bool wake_scheduler = false;
 static bool wake_everyone = false;
+static bool wake_budgets = false;
 static int	wake_ntasks = 0;
 static WakeTask wake_tasks[WAKE_MAX_TASKS];
 static bool waiter_registered = false;
@@ -136,6 +137,7 @@ wake_reset(void)
 {
 	wake_scheduler = false;
 	wake_everyone = false;
+	wake_budgets = false;
 	wake_ntasks = 0;
 }
 
@@ -148,6 +150,8 @@ wake_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			if (wake_scheduler)
 				schedq_wake_scheduler_now(MyDatabaseId);
+			if (wake_budgets)
+				pg_atomic_fetch_add_u64(&schedq_shared->budget_generation, 1);
 			if (wake_everyone || wake_ntasks > 0)
 				wake_claimers();
 			wake_reset();
@@ -277,4 +281,15 @@ schedq_waiter_unregister(void)
 	pg_atomic_fetch_sub_u32(&schedq_shared->nwaiters, 1);
 	waiter_registered = false;
 	LWLockRelease(schedq_shared->lock);
+}
+
+/*
+ * After commit, tell every backend that the set of budgets changed (claim
+ * caches whether there are any).
+ */
+void
+schedq_budgets_changed_at_commit(void)
+{
+	wake_register_callback();
+	wake_budgets = true;
 }

@@ -13,6 +13,7 @@ extern void schedq_wake_scheduler_at_commit(void);
 extern void schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps);
 extern void schedq_wake_all_claimers_at_commit(void);
 extern void schedq_wake_scheduler_now(Oid dboid);
+extern void schedq_budgets_changed_at_commit(void);
 
 extern void schedq_waiter_register(ArrayType *queues, ArrayType *caps);
 extern void schedq_waiter_unregister(void);

@@ -39,7 +39,7 @@
 #define BACKOFF_BASE_USECS USECS_PER_SEC
 #define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
 
-static SPIPlanPtr plan_candidates[3] = { NULL, NULL, NULL };
+static SPIPlanPtr plan_candidates[2][3];
 static SPIPlanPtr plan_admit_budgets = NULL;
 static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
@@ -56,23 +56,75 @@ typedef enum ClaimQueueFilter
 	CLAIM_SOME_QUEUES
 } ClaimQueueFilter;
 
-#define CLAIM_CANDIDATES(queue_filter)                                              \
+/*
+ * The candidate query, in six variants: by queue filter, and with or
+ * without the budget pre-filter.  The pre-filter only keeps tasks whose
+ * budgets are full from taking the places of claimable ones; admission
+ * (claim_admit_budgets) is what enforces budgets.  It is left out while
+ * the database has no budget at all, which spares every claim the budget
+ * tables and their locks.
+ *
+ * These are generic plans (spi.c), so they are written for the planner's
+ * estimates: "required_caps = '{}' OR ..." and the NOT EXISTS have
+ * statistics to go by, where "required_caps <@ $3" alone and
+ * "queue <> ALL (...)" are guessed so selective that the planner would
+ * sort the whole available set instead of walking task_available_idx.
+ */
+#define CLAIM_BUDGET_FILTER                                                     \
+	" AND (t.budgets = '{}' OR NOT EXISTS ("                                    \
+	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"             \
+	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END" \
+	"       + t.cost > b.hard_limit))"
+
+#define CLAIM_CANDIDATES(queue_filter, budget_filter)                               \
 	"SELECT t.id, t.budgets, t.cost FROM schedq.task t"                             \
-	" WHERE t.status = 'available'" queue_filter " AND t.required_caps <@ $3"       \
+	" WHERE t.status = 'available'" queue_filter                                   \
+	" AND (t.required_caps = '{}' OR t.required_caps <@ $3)"                        \
 	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))"                           \
-	" AND t.queue <> ALL (ARRAY(SELECT q.name FROM schedq.queue q WHERE q.paused))" \
-	" AND (t.budgets = '{}' OR NOT EXISTS ("                                        \
-	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"                 \
-	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END"    \
-	"       + t.cost > b.hard_limit))"                                              \
-	" ORDER BY t.priority DESC, t.run_at, t.id"                                     \
+	" AND NOT EXISTS (SELECT FROM schedq.queue q"                                  \
+	"                 WHERE q.name = t.queue AND q.paused)"                          \
+	budget_filter " ORDER BY t.priority DESC, t.run_at, t.id"                       \
 	" LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
 
-static const char *const claim_candidate_sql[3] = {
-	CLAIM_CANDIDATES(" AND $2::text[] IS NULL"),
-	CLAIM_CANDIDATES(" AND t.queue = ($2::text[])[1]"),
-	CLAIM_CANDIDATES(" AND t.queue = ANY ($2::text[])"),
+#define CLAIM_ALL_SQL " AND $2::text[] IS NULL"
+#define CLAIM_ONE_SQL " AND t.queue = ($2::text[])[1]"
+#define CLAIM_SOME_SQL " AND t.queue = ANY ($2::text[])"
+
+static const char *const claim_candidate_sql[2][3] = {
+	{
+		CLAIM_CANDIDATES(CLAIM_ALL_SQL, ""),
+		CLAIM_CANDIDATES(CLAIM_ONE_SQL, ""),
+		CLAIM_CANDIDATES(CLAIM_SOME_SQL, ""),
+	},
+	{
+		CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_BUDGET_FILTER),
+		CLAIM_CANDIDATES(CLAIM_ONE_SQL, CLAIM_BUDGET_FILTER),
+		CLAIM_CANDIDATES(CLAIM_SOME_SQL, CLAIM_BUDGET_FILTER),
+	},
 };
+
+/* Whether this database has budgets, as of budget_generation. */
+static uint64 claim_budget_generation = 0;
+static bool claim_budgets_exist = true;
+
+/*
+ * Does this database have any budget?  Asked again only after a
+ * set_budget has committed somewhere (budget_generation in shared memory).
+ */
+static bool
+claim_have_budgets(void)
+{
+	uint64		generation = pg_atomic_read_u64(&schedq_shared->budget_generation);
+
+	if (generation != claim_budget_generation)
+	{
+		if (SPI_execute("SELECT FROM schedq.budget LIMIT 1", false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look for budgets");
+		claim_budgets_exist = SPI_processed > 0;
+		claim_budget_generation = generation;
+	}
+	return claim_budgets_exist;
+}
 
 /*
  * Charge one task's cost to each of its budgets, all or nothing.  The
@@ -132,9 +184,10 @@ claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues,
 	SPITupleTable	*rows;
 	int				 found;
 	int				 taken = 0;
+	int				 budgeted = claim_have_budgets() ? 1 : 0;
 
-	found = schedq_execute(schedq_plan(&plan_candidates[filter],
-									   claim_candidate_sql[filter], 5, types),
+	found = schedq_execute(schedq_plan(&plan_candidates[budgeted][filter],
+									   claim_candidate_sql[budgeted][filter], 5, types),
 						   values, nulls, 0, SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	for (int i = 0; i < found; i++)
@@ -184,8 +237,8 @@ claim_take(ReturnSetInfo *rsinfo, Datum worker, Interval *lease, int taken, int6
 					"UPDATE schedq.task"
 					" SET status = 'running', attempts = attempts + 1,"
 					"     claimed_by = $2, lease = $3,"
-					"     lease_expires_at = $4 + $3, started_at = $4,"
-					"     deadline = $4 + timeout"
+					"     lease_expires_at = least($4 + $3, $4 + timeout),"
+					"     started_at = $4, deadline = $4 + timeout"
 					" WHERE id = ANY ($1)"
 					" RETURNING id, attempts, queue, kind, payload, priority,"
 					"     run_id, lease_expires_at",
@@ -399,8 +452,8 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 			schedq_plan(
 				&plan_heartbeat,
 				"UPDATE schedq.task"
-				" SET lease_expires_at = greatest(lease_expires_at,"
-				"     now() + COALESCE($3, lease))"
+				" SET lease_expires_at = least(greatest(lease_expires_at,"
+				"     now() + COALESCE($3, lease)), deadline)"
 				" WHERE id = $1 AND attempts = $2 AND status = 'running'"
 				" RETURNING lease_expires_at",
 				3, types),
