@@ -39,7 +39,7 @@
 #define BACKOFF_BASE_USECS USECS_PER_SEC
 #define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
 
-static SPIPlanPtr plan_candidates[2][3];
+static SPIPlanPtr plan_candidates[3];
 static SPIPlanPtr plan_admit_budgets = NULL;
 static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
@@ -57,12 +57,13 @@ typedef enum ClaimQueueFilter
 } ClaimQueueFilter;
 
 /*
- * The candidate query, in six variants: by queue filter, and with or
- * without the budget pre-filter.  The pre-filter only keeps tasks whose
- * budgets are full from taking the places of claimable ones; admission
- * (claim_admit_budgets) is what enforces budgets.  It is left out while
- * the database has no budget at all, which spares every claim the budget
- * tables and their locks.
+ * The candidate query, one variant per queue filter.  While the database
+ * has no budget at all, claim runs it as the CTE of one UPDATE that takes
+ * the tasks (claim_direct_sql), sparing every claim a statement and the
+ * budget tables.  With budgets, it runs alone with a budget pre-filter,
+ * which keeps tasks whose budgets are full from taking the places of
+ * claimable ones; admission (claim_admit_budgets) is what enforces the
+ * budgets, so a stale "no budgets" answer costs order, never a limit.
  *
  * These are generic plans (spi.c), so they are written for the planner's
  * estimates: "required_caps = '{}' OR ..." and the NOT EXISTS have
@@ -90,17 +91,10 @@ typedef enum ClaimQueueFilter
 #define CLAIM_ONE_SQL " AND t.queue = ($2::text[])[1]"
 #define CLAIM_SOME_SQL " AND t.queue = ANY ($2::text[])"
 
-static const char *const claim_candidate_sql[2][3] = {
-	{
-		CLAIM_CANDIDATES(CLAIM_ALL_SQL, ""),
-		CLAIM_CANDIDATES(CLAIM_ONE_SQL, ""),
-		CLAIM_CANDIDATES(CLAIM_SOME_SQL, ""),
-	},
-	{
-		CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_BUDGET_FILTER),
-		CLAIM_CANDIDATES(CLAIM_ONE_SQL, CLAIM_BUDGET_FILTER),
-		CLAIM_CANDIDATES(CLAIM_SOME_SQL, CLAIM_BUDGET_FILTER),
-	},
+static const char *const claim_candidate_sql[3] = {
+	CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_ONE_SQL, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_SOME_SQL, CLAIM_BUDGET_FILTER),
 };
 
 /* Whether this database has budgets, as of budget_generation. */
@@ -167,120 +161,186 @@ claim_admit_budgets(Datum budgets, Datum cost)
 									  SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+/* What one claim asks for, checked. */
+typedef struct ClaimArgs
+{
+	SchedqCall *call;
+	ClaimQueueFilter filter;
+	Datum		queues;			/* text[], or 0 for every queue */
+	Datum		caps;			/* text[] */
+	int32		n;
+	Datum		worker;			/* text */
+	Interval   *lease;
+	int64		wait_us;
+	ReturnSetInfo *rsinfo;
+} ClaimArgs;
+
+/* Columns of a claimed task, as both claim paths return them. */
+#define CLAIM_RETURNING \
+	" RETURNING t.id, t.attempts, t.queue, t.kind, t.payload, t.priority," \
+	" t.run_id, t.lease_expires_at, t.run_at"
+#define CLAIM_SET \
+	" SET status = 'running', attempts = t.attempts + 1, claimed_by = $6," \
+	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout)," \
+	"     started_at = $8, deadline = $8 + t.timeout"
+
+static const Oid claim_types[] = { INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID,
+								   BOOLOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID };
+
 /*
- * Find and lock up to n claimable tasks and admit them against their
- * budgets.  Returns their ids in claim order in ids[], and their count.
+ * The one-statement claim: candidates locked and taken at once.  The CTE
+ * is joined through "= ANY (ARRAY(...))", an index scan of the primary
+ * key whatever the planner guesses of the CTE's size.
+ */
+#define CLAIM_FROM_CTE " WHERE t.id = ANY (ARRAY(SELECT c.id FROM c))"
+static const char *const claim_direct_sql[3] = {
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ALL_SQL, "") ")"
+	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ONE_SQL, "") ")"
+	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SOME_SQL, "") ")"
+	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
+};
+static SPIPlanPtr plan_direct[3];
+
+/*
+ * Claim order of two returned rows: priority DESC, run_at, id.
+ */
+static TupleDesc claim_cmp_desc;
+
+static int
+claim_cmp(const void *a, const void *b)
+{
+	HeapTuple	ta = *(const HeapTuple *) a;
+	HeapTuple	tb = *(const HeapTuple *) b;
+	TupleDesc	desc = claim_cmp_desc;
+	bool		isnull;
+	int32		pa = DatumGetInt32(SPI_getbinval(ta, desc, 6, &isnull));
+	int32		pb = DatumGetInt32(SPI_getbinval(tb, desc, 6, &isnull));
+	TimestampTz ra = DatumGetTimestampTz(SPI_getbinval(ta, desc, 9, &isnull));
+	TimestampTz rb = DatumGetTimestampTz(SPI_getbinval(tb, desc, 9, &isnull));
+	int64		ia = DatumGetInt64(SPI_getbinval(ta, desc, 1, &isnull));
+	int64		ib = DatumGetInt64(SPI_getbinval(tb, desc, 1, &isnull));
+
+	if (pa != pb)
+		return pa > pb ? -1 : 1;
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return ia < ib ? -1 : (ia > ib ? 1 : 0);
+}
+
+/*
+ * Return the rows of SPI_tuptable (claimed tasks) in claim order, each
+ * with its signed grant.
+ */
+static void
+claim_emit(ClaimArgs *args, int n)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	HeapTuple  *rows = palloc(sizeof(HeapTuple) * n);
+
+	memcpy(rows, SPI_tuptable->vals, sizeof(HeapTuple) * n);
+	claim_cmp_desc = desc;
+	qsort(rows, n, sizeof(HeapTuple), claim_cmp);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		out[9];
+		bool		outnull[9];
+
+		for (int c = 0; c < 8; c++)
+			out[c] = SPI_getbinval(rows[i], desc, c + 1, &outnull[c]);
+		out[8] = CStringGetTextDatum(schedq_grant_sign(DatumGetInt64(out[0]),
+													   DatumGetInt32(out[1]),
+													   DatumGetTimestampTz(out[7])));
+		outnull[8] = false;
+		tuplestore_putvalues(args->rsinfo->setResult, args->rsinfo->setDesc, out, outnull);
+	}
+	schedq_count(METRIC_TASKS_CLAIMED, n);
+}
+
+/*
+ * One look for claimable tasks; claims and returns what it finds.
+ * Without budgets in the database it is one statement; with budgets, the
+ * candidates are locked first, admitted one by one, then taken.
  */
 static int
-claim_pick(SchedqCall *call, ClaimQueueFilter filter, Datum queues,
-		   bool queues_null, Datum caps, int n, int64 *ids)
+claim_once(ClaimArgs *args)
 {
-	static const Oid types[] = { INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID,
-								 BOOLOID };
-	Datum			 values[5] = { Int32GetDatum(n), queues, caps,
-								   ObjectIdGetDatum(call->caller),
-								   BoolGetDatum(call->admin) };
-	char			 nulls[5] = { ' ', queues_null ? 'n' : ' ', ' ', ' ', ' ' };
-	SPITupleTable	*rows;
-	int				 found;
-	int				 taken = 0;
-	int				 budgeted = claim_have_budgets() ? 1 : 0;
+	Datum		values[8];
+	char		nulls[8] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	SPITupleTable *candidates;
+	Datum	   *ids;
+	int			found;
+	int			taken = 0;
 
-	found = schedq_execute(schedq_plan(&plan_candidates[budgeted][filter],
-									   claim_candidate_sql[budgeted][filter], 5, types),
+	values[0] = Int32GetDatum(args->n);
+	values[1] = args->queues;
+	nulls[1] = args->queues == (Datum) 0 ? 'n' : ' ';
+	values[2] = args->caps;
+	values[3] = ObjectIdGetDatum(args->call->caller);
+	values[4] = BoolGetDatum(args->call->admin);
+	values[5] = args->worker;
+	values[6] = IntervalPGetDatum(args->lease);
+	/* the clock, not now(): a claim may have waited */
+	values[7] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	if (!claim_have_budgets())
+	{
+		taken = schedq_execute(schedq_plan(&plan_direct[args->filter],
+										   claim_direct_sql[args->filter], 8, claim_types),
+							   values, nulls, 0, SPI_OK_UPDATE_RETURNING);
+		if (taken > 0)
+			claim_emit(args, taken);
+		return taken;
+	}
+
+	found = schedq_execute(schedq_plan(&plan_candidates[args->filter],
+									   claim_candidate_sql[args->filter], 5, claim_types),
 						   values, nulls, 0, SPI_OK_SELECT);
-	rows = SPI_tuptable;
+	candidates = SPI_tuptable;
+	ids = palloc(sizeof(Datum) * Max(found, 1));
 	for (int i = 0; i < found; i++)
 	{
-		bool  isnull;
-		Datum id = SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull);
-		Datum budgets = SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull);
-		ArrayType *arr = DatumGetArrayTypeP(budgets);
+		bool		isnull;
+		Datum		budgets = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 2, &isnull);
+		ArrayType  *arr = DatumGetArrayTypeP(budgets);
 
 		if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
 			!claim_admit_budgets(budgets,
-								 SPI_getbinval(rows->vals[i], rows->tupdesc, 3,
-											   &isnull)))
+								 SPI_getbinval(candidates->vals[i], candidates->tupdesc, 3, &isnull)))
 		{
 			/* Another claim used the room between our look and our lock. */
 			schedq_count(METRIC_CLAIM_CONTENTION, 1);
 			continue;
 		}
-		ids[taken++] = DatumGetInt64(id);
+		ids[taken++] = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 1, &isnull);
 	}
+	if (taken == 0)
+		return 0;
+
+	values[0] = PointerGetDatum(construct_array(ids, taken, INT8OID, 8,
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	if (schedq_execute(schedq_plan(&plan_take,
+								   "UPDATE schedq.task t" CLAIM_SET
+								   " WHERE t.id = ANY ($1)" CLAIM_RETURNING,
+								   8, (Oid[]) { INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+								   OIDOID, BOOLOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID }),
+					   values, nulls, 0, SPI_OK_UPDATE_RETURNING) != taken)
+		elog(ERROR, "claimed %d tasks but could not take them all", taken);
+	claim_emit(args, taken);
 	return taken;
 }
 
 /*
- * Mark the picked tasks running under a lease and return them in claim
- * order, each with its grant.
- */
-static void
-claim_take(ReturnSetInfo *rsinfo, Datum worker, Interval *lease, int taken, int64 *ids)
-{
-	static const Oid types[] = { INT8ARRAYOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID };
-	Datum	   *id_datums = palloc(sizeof(Datum) * taken);
-	Datum		values[4];
-	SPITupleTable *rows;
-	int			done;
-
-	for (int i = 0; i < taken; i++)
-		id_datums[i] = Int64GetDatum(ids[i]);
-	values[0] = PointerGetDatum(construct_array(id_datums, taken, INT8OID, 8,
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[1] = worker;
-	values[2] = IntervalPGetDatum(lease);
-	/* the clock, not now(): a claim may have waited */
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	done = schedq_execute(
-		schedq_plan(&plan_take,
-					"UPDATE schedq.task"
-					" SET status = 'running', attempts = attempts + 1,"
-					"     claimed_by = $2, lease = $3,"
-					"     lease_expires_at = least($4 + $3, $4 + timeout),"
-					"     started_at = $4, deadline = $4 + timeout"
-					" WHERE id = ANY ($1)"
-					" RETURNING id, attempts, queue, kind, payload, priority,"
-					"     run_id, lease_expires_at",
-					4, types),
-		values, NULL, 0, SPI_OK_UPDATE_RETURNING);
-	if (done != taken)
-		elog(ERROR, "claimed %d tasks but updated %d", taken, done);
-	rows = SPI_tuptable;
-
-	for (int i = 0; i < taken; i++)
-	{
-		for (int r = 0; r < done; r++)
-		{
-			Datum		out[9];
-			bool		outnull[9];
-
-			for (int c = 0; c < 8; c++)
-				out[c] = SPI_getbinval(rows->vals[r], rows->tupdesc, c + 1, &outnull[c]);
-			if (DatumGetInt64(out[0]) != ids[i])
-				continue;
-			out[8] = CStringGetTextDatum(schedq_grant_sign(ids[i],
-														   DatumGetInt32(out[1]),
-														   DatumGetTimestampTz(out[7])));
-			outnull[8] = false;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
-			break;
-		}
-	}
-	schedq_count(METRIC_TASKS_CLAIMED, taken);
-}
-
-/*
  * Sleep until a task this claim could take becomes available, or wait_us
- * has passed, then pick.  Registers as a waiter *before* each look, so a
- * task made available after the look wakes it.  Holds no row lock while
- * it sleeps: a look that finds nothing locks nothing.
+ * has passed, claiming what comes.  Registers as a waiter *before* each
+ * look, so a task made available after the look wakes it.  Holds no row
+ * lock while it sleeps: a look that finds nothing locks nothing.
  */
 static int
-claim_wait(SchedqCall *call, ClaimQueueFilter filter, Datum queues, bool queues_null,
-		   Datum caps, int n, int64 *ids, int64 wait_us)
+claim_wait(ClaimArgs *args)
 {
-	TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+	TimestampTz deadline = GetCurrentTimestamp() + args->wait_us;
 	int			taken = 0;
 
 	PG_TRY();
@@ -289,9 +349,10 @@ claim_wait(SchedqCall *call, ClaimQueueFilter filter, Datum queues, bool queues_
 		{
 			long		timeout_ms;
 
-			schedq_waiter_register(queues_null ? NULL : DatumGetArrayTypeP(queues),
-								   DatumGetArrayTypeP(caps));
-			taken = claim_pick(call, filter, queues, queues_null, caps, n, ids);
+			schedq_waiter_register(args->queues == (Datum) 0 ? NULL :
+								   DatumGetArrayTypeP(args->queues),
+								   DatumGetArrayTypeP(args->caps));
+			taken = claim_once(args);
 			if (taken > 0)
 				break;
 			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -320,85 +381,72 @@ PG_FUNCTION_INFO_V1(schedq_claim);
 Datum
 schedq_claim(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SchedqCall		 call;
-	Datum			 worker;
-	Datum			 queues = (Datum) 0;
-	bool			 queues_null = PG_ARGISNULL(1);
-	ClaimQueueFilter filter = CLAIM_ALL_QUEUES;
-	Datum			 caps;
-	int32			 n;
-	Interval		*lease;
-	int64			*ids;
-	int				 taken;
-	int64			 wait_us;
+	SchedqCall	call;
+	ClaimArgs	args;
 
+	memset(&args, 0, sizeof(args));
+	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	args.call = &call;
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("worker must not be null"));
-	worker = PG_GETARG_DATUM(0);
+	args.worker = PG_GETARG_DATUM(0);
 	if (PG_ARGISNULL(2))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not be null"),
-				errhint(
-					"Pass an empty array for a worker without capabilities."));
-	caps = PG_GETARG_DATUM(2);
-	if (array_contains_nulls(DatumGetArrayTypeP(caps)))
+				errhint("Pass an empty array for a worker without capabilities."));
+	args.caps = PG_GETARG_DATUM(2);
+	if (array_contains_nulls(DatumGetArrayTypeP(args.caps)))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not contain nulls"));
 	if (PG_ARGISNULL(3))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("n must not be null"));
-	n = PG_GETARG_INT32(3);
-	if (n <= 0 || n > SCHEDQ_MAX_CLAIM_BATCH)
+	args.n = PG_GETARG_INT32(3);
+	if (args.n <= 0 || args.n > SCHEDQ_MAX_CLAIM_BATCH)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("n must be between 1 and %d", SCHEDQ_MAX_CLAIM_BATCH));
 	if (PG_ARGISNULL(4))
 	{
-		lease = palloc0(sizeof(Interval));
-		lease->time = (int64) schedq_default_lease_s * USECS_PER_SEC;
+		args.lease = palloc0(sizeof(Interval));
+		args.lease->time = (int64) schedq_default_lease_s * USECS_PER_SEC;
 	}
 	else
 	{
-		lease = PG_GETARG_INTERVAL_P(4);
-		if (schedq_interval_usecs(lease) <= 0)
+		args.lease = PG_GETARG_INTERVAL_P(4);
+		if (schedq_interval_usecs(args.lease) <= 0)
 			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("lease must be positive"));
 	}
 	if (PG_ARGISNULL(5))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
-	wait_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(5));
-	if (wait_us < 0)
+	args.wait_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(5));
+	if (args.wait_us < 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("wait must not be negative"));
-	if (wait_us > 0 && IsolationUsesXactSnapshot())
+	if (args.wait_us > 0 && IsolationUsesXactSnapshot())
 		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				errmsg("claim with wait requires the READ COMMITTED isolation level"),
 				errdetail("A transaction snapshot would never see tasks that become available while waiting."));
-	if (!queues_null)
+	args.filter = CLAIM_ALL_QUEUES;
+	if (!PG_ARGISNULL(1))
 	{
-		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
-		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+		int			nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 
 		if (array_contains_nulls(arr))
 			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("queues must not contain nulls"));
-		queues = PointerGetDatum(arr);
-		filter = nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1 ?
-					 CLAIM_ONE_QUEUE :
-					 CLAIM_SOME_QUEUES;
+		args.queues = PointerGetDatum(arr);
+		args.filter = (nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
+			CLAIM_ONE_QUEUE : CLAIM_SOME_QUEUES;
 	}
 
 	InitMaterializedSRF(fcinfo, 0);
-	ids = palloc(sizeof(int64) * n);
-
 	schedq_call_begin(&call);
-	taken = claim_pick(&call, filter, queues, queues_null, caps, n, ids);
-	if (taken == 0 && wait_us > 0)
-		taken = claim_wait(&call, filter, queues, queues_null, caps, n, ids, wait_us);
-	if (taken > 0)
-		claim_take(rsinfo, worker, lease, taken, ids);
+	if (claim_once(&args) == 0 && args.wait_us > 0)
+		(void) claim_wait(&args);
 	schedq_call_end(&call);
 	return (Datum) 0;
 }

@@ -412,7 +412,19 @@ SELECT schedq.complete(:'token') AS completed;
 \set ECHO none
 
 \echo
-\echo '== 13. Watching the queues =='
+\echo '== 13. Cancel a task =='
+\echo '   The reminder of step 2 is no longer needed.  cancel() works on any task'
+\echo '   that has not finished (a running one loses its grant at once) and returns'
+\echo '   false for a finished one.'
+\echo
+\set ECHO queries
+SELECT schedq.cancel(:reminder_id) AS canceled;
+SELECT schedq.cancel(:reminder_id) AS canceled_again;
+SELECT id, kind, status, payload->>'template' AS template FROM schedq.task WHERE id = :reminder_id;
+\set ECHO none
+
+\echo
+\echo '== 14. Watching the queues =='
 SELECT to_regclass('schedq.queue_stats') IS NOT NULL AS has_queue_stats \gset
 \if :has_queue_stats
 \echo '   schedq.queue_stats counts tasks per queue and state:'
