@@ -69,7 +69,9 @@ static SPIPlanPtr plan_gate_event = NULL;
 typedef struct KeyState
 {
 	char		key[NAMEDATALEN * 2];	/* hash key: "L:" or "C:" + key */
-	bool		blocked;		/* lock key: nothing more of it this pass */
+	int64		head;			/* lock key: first live task in key order */
+	bool		held;			/* lock key: a task of it is active, or was
+								 * promoted in this pass */
 	int32		limit;			/* concurrency key: -1 = no limit */
 	int64		active;			/* concurrency key: available + running */
 } KeyState;
@@ -229,27 +231,25 @@ promote_lock_gate(HTAB *keys, const char *lock_key, int64 id)
 {
 	bool		found;
 	KeyState   *ks = promote_key(keys, 'L', lock_key, &found);
-	Datum		value;
-	bool		isnull;
-	int64		head;
-	bool		active;
 
-	if (found && ks->blocked)
-		return false;
-	value = CStringGetTextDatum(lock_key);
-	schedq_execute(
-		schedq_plan(&plan_lock_state,
-					"SELECT (SELECT h.id FROM schedq.task h WHERE h.lock_key = $1"
-					"          AND h.status IN ('pending', 'available', 'running')"
-					"        ORDER BY h.version, h.id LIMIT 1),"
-					"       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
-					"          AND a.status IN ('available', 'running'))",
-					1, (Oid[]) { TEXTOID }),
-		&value, NULL, 0, SPI_OK_SELECT);
-	head = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	active = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	ks->blocked = true;			/* whatever happens, the key is done for this pass */
-	return head == id && !active;
+	if (!found)
+	{
+		Datum		value = CStringGetTextDatum(lock_key);
+		bool		isnull;
+
+		schedq_execute(
+			schedq_plan(&plan_lock_state,
+						"SELECT (SELECT h.id FROM schedq.task h WHERE h.lock_key = $1"
+						"          AND h.status IN ('pending', 'available', 'running')"
+						"        ORDER BY h.version, h.id LIMIT 1),"
+						"       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
+						"          AND a.status IN ('available', 'running'))",
+						1, (Oid[]) { TEXTOID }),
+			&value, NULL, 0, SPI_OK_SELECT);
+		ks->head = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		ks->held = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	return ks->head == id && !ks->held;
 }
 
 /*
@@ -368,6 +368,12 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 		{
 			park[npark++] = Int64GetDatum(id);
 			continue;
+		}
+		if (lock_key != NULL)
+		{
+			bool		found;
+
+			promote_key(keys, 'L', lock_key, &found)->held = true;
 		}
 		if (concurrency_key != NULL)
 		{

@@ -1,0 +1,31 @@
+-- Observability: metrics(), scheduler_status(), queue_stats, worker_status,
+-- and claim(wait => ...) returning empty-handed when nothing comes.
+DROP EXTENSION IF EXISTS schedq CASCADE;
+CREATE EXTENSION schedq;
+
+SELECT name FROM schedq.metrics() ORDER BY name;
+
+-- The scheduler of this database is running, idle because
+-- schedq.enabled is off in this suite.
+SELECT datname = current_database() AS this_db, pid > 0 AS has_pid, state
+  FROM schedq.scheduler_status() WHERE datname = current_database();
+
+SELECT schedq.submit('a', queue => 'mail') FROM generate_series(1, 3);
+SELECT schedq.submit('b', queue => 'mail', run_at => now() + interval '1 hour');
+SELECT schedq.submit('c', queue => 'reports');
+SELECT schedq.pause_queue('idle');
+SELECT schedq.complete(token) FROM schedq.claim('w1', queues => '{mail}');
+SELECT count(*) FROM schedq.claim('w2', queues => '{reports}');
+SELECT queue, paused, pending, available, running, done, failed, canceled, skipped,
+	   oldest_available_age IS NOT NULL AS has_age
+  FROM schedq.queue_stats ORDER BY queue;
+SELECT worker, running, claims, last_seen IS NOT NULL AS seen
+  FROM schedq.worker_status ORDER BY worker;
+
+-- A claim that waits and finds nothing returns no row once the wait ends.
+SELECT count(*) FROM schedq.claim('w3', queues => '{nothing}', wait => '20 milliseconds');
+-- Waiting needs READ COMMITTED: a transaction snapshot would never see
+-- new tasks.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM schedq.claim('w3', wait => '1 second');
+ROLLBACK;

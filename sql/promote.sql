@@ -1,0 +1,145 @@
+-- The promotion pass and its gates: time, exclusive keys in version order,
+-- concurrency limits, dependencies; parking and gate events.  Driven by
+-- schedq._promote_once(now), the function the scheduler runs (the
+-- background scheduler is disabled in this suite).
+DROP EXTENSION IF EXISTS schedq CASCADE;
+CREATE EXTENSION schedq;
+
+CREATE FUNCTION pg_temp.state(kind_pattern text DEFAULT '%')
+RETURNS TABLE (id bigint, kind text, status text, parked boolean)
+LANGUAGE sql AS $$
+	SELECT id, kind, status, parked FROM schedq.task
+	 WHERE kind LIKE kind_pattern ORDER BY id
+$$;
+-- claim and complete what a queue has available, as a worker would (each
+-- section below uses its own queue)
+CREATE FUNCTION pg_temp.finish(q text) RETURNS integer
+LANGUAGE sql AS $$
+	SELECT count(schedq.complete(c.token))::integer
+	  FROM schedq.claim('w', queues => ARRAY[q], n => 100) c
+$$;
+
+-- Time: a task is promoted once its run_at has come, not before.
+SELECT schedq.submit('later', run_at => now() + interval '1 hour');
+SELECT schedq._promote_once(now());
+SELECT * FROM pg_temp.state('later');
+SELECT schedq._promote_once(now() + interval '59 minutes');
+SELECT schedq._promote_once(now() + interval '1 hour');
+SELECT * FROM pg_temp.state('later');
+
+-- Exclusive keys: one at a time, in version order (tasks without a version
+-- last, then by id), whatever the order of submission.
+SELECT schedq.submit('k-v3', queue => 'k', lock_key => 'acct', version => 3);
+SELECT schedq.submit('k-none', queue => 'k', lock_key => 'acct');
+SELECT schedq.submit('k-v1', queue => 'k', lock_key => 'acct', version => 1);
+SELECT schedq.submit('k-v2', queue => 'k', lock_key => 'acct', version => 2);
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('k-%');
+-- Blocked tasks are parked: not looked at again by later passes ...
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('k-%');
+-- ... until the task ahead of them finishes (a gate event).
+SELECT pg_temp.finish('k');
+SELECT count(*) AS gate_events FROM schedq.gate_event;
+SELECT schedq._promote_once();
+SELECT count(*) AS gate_events FROM schedq.gate_event;
+SELECT * FROM pg_temp.state('k-%');
+SELECT pg_temp.finish('k'), schedq._promote_once();
+SELECT pg_temp.finish('k'), schedq._promote_once();
+SELECT * FROM pg_temp.state('k-%');
+SELECT pg_temp.finish('k'), schedq._promote_once();
+SELECT * FROM pg_temp.state('k-%');
+
+-- A task running under a key holds the key even for a task that comes
+-- earlier in key order.
+SELECT schedq.submit('r-v5', queue => 'r', lock_key => 'doc', version => 5);
+SELECT schedq._promote_once();
+SELECT token AS t5 FROM schedq.claim('w', queues => '{r}') \gset
+SELECT schedq.submit('r-v2', queue => 'r', lock_key => 'doc', version => 2);
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('r-%');
+SELECT schedq.complete(:'t5'), schedq._promote_once();
+SELECT * FROM pg_temp.state('r-%');
+SELECT pg_temp.finish('r');
+
+-- A retried task keeps its place: it goes back to pending and the next
+-- version waits behind it.
+SELECT schedq.submit('f-v1', queue => 'f', lock_key => 'inv', version => 1, max_attempts => 2);
+SELECT schedq.submit('f-v2', queue => 'f', lock_key => 'inv', version => 2);
+SELECT schedq._promote_once();
+SELECT schedq.fail(token, 'oops', retry_in => '0') FROM schedq.claim('w', queues => '{f}');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('f-%');
+SELECT pg_temp.finish('f'), schedq._promote_once();
+SELECT * FROM pg_temp.state('f-%');
+-- Canceling the task ahead frees the next one too.
+SELECT schedq.submit('c-v1', queue => 'c', lock_key => 'cx', version => 1, run_at => now() + interval '1 day');
+SELECT schedq.submit('c-v2', queue => 'c', lock_key => 'cx', version => 2);
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('c-%');
+SELECT schedq.cancel(id) FROM schedq.task WHERE kind = 'c-v1';
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('c-%');
+
+-- Concurrency limits: at most max_active available or running; tasks
+-- promoted in the same pass count.
+SELECT schedq.set_concurrency_limit('api', 2);
+SELECT schedq.submit('api-', queue => 'api' || i, concurrency_key => 'api', priority => 10 - i)
+  FROM generate_series(1, 5) i;
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('api-%');
+-- Freeing a slot lets exactly one more go, in claim order.
+SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{api}');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('api-%');
+-- Raising the limit lets more go; removing it lets all go.
+SELECT schedq.set_concurrency_limit('api', 3);
+SELECT schedq._promote_once();
+SELECT count(*) FILTER (WHERE status IN ('available', 'running')) AS active
+  FROM schedq.task WHERE kind LIKE 'api-%';
+SELECT schedq.set_concurrency_limit('api', NULL);
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('api-%');
+-- A concurrency key without a limit does not hold anything back.
+SELECT schedq.submit('free-', queue => 'free' || i, concurrency_key => 'nolimit') FROM generate_series(1, 3) i;
+SELECT schedq._promote_once();
+-- A limit of 0 holds everything.
+SELECT schedq.set_concurrency_limit('zero', 0);
+SELECT schedq.submit('z', queue => 'z', concurrency_key => 'zero');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('z');
+
+-- Both gates on one task: the key decides first, then the limit.
+SELECT schedq.set_concurrency_limit('both', 1);
+SELECT schedq.submit('b1', queue => 'b', lock_key => 'kb', concurrency_key => 'both');
+SELECT schedq.submit('b2', queue => 'b', lock_key => 'kb2', concurrency_key => 'both');
+SELECT schedq.submit('b3', queue => 'b', lock_key => 'kb', concurrency_key => 'both');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('b_');
+SELECT pg_temp.finish('b'), schedq._promote_once();
+SELECT * FROM pg_temp.state('b_');
+SELECT pg_temp.finish('b'), schedq._promote_once();
+SELECT * FROM pg_temp.state('b_');
+
+-- Dependencies: a task waits (parked) until every dependency is done;
+-- finishing a dependency frees only its dependents.
+SELECT schedq.submit('dep-a', queue => 'dep') AS a \gset
+SELECT schedq.submit('dep-b', queue => 'dep') AS b \gset
+SELECT schedq.submit('dep-c', queue => 'dep', depends_on => ARRAY[:a, :b]::bigint[]);
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('dep-%');
+SELECT has_dependents FROM schedq.task WHERE kind IN ('dep-a', 'dep-b') ORDER BY id;
+SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{dep}');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('dep-%');
+SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{dep}');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('dep-%');
+
+-- Every gated pending task was looked at a bounded number of times: no
+-- parked task is left behind a key that is free.
+SELECT count(*) AS stuck FROM schedq.task t
+ WHERE t.status = 'pending' AND t.parked AND t.lock_key IS NOT NULL
+   AND NOT EXISTS (SELECT FROM schedq.task o WHERE o.lock_key = t.lock_key
+				   AND o.status IN ('available', 'running'));
+SELECT value > 0 AS promoted_counted FROM schedq.metrics() WHERE name = 'tasks_promoted';
