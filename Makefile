@@ -33,7 +33,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
 # unprivileged OS user against throwaway servers with the library preloaded.
 REGRESS_TESTS = install submit claim complete_fail manage budgets grants privileges bad_input promote reaper observe
 ISOLATION_TESTS = claim_skip_locked complete_vs_cancel stale_grant dedup_concurrent \
-	budget_concurrent
+	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
