@@ -1,6 +1,8 @@
 -- Bad input: each gets a clear error with a proper SQLSTATE, and changes
 -- nothing.  Each line shows SQLSTATE: message.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$

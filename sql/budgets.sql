@@ -1,6 +1,8 @@
 -- Budgets: claim-time admission, costs, several budgets per task, and
 -- periods that refill (rate limits).
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 SELECT schedq.set_budget('api', 3);

@@ -1,6 +1,8 @@
 -- Claiming: order, queue filters, capabilities, batches, leases, paused
 -- queues.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 -- Claim order: higher priority first, then earlier run_at, then lower id.

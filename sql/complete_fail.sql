@@ -1,6 +1,8 @@
 -- Finishing attempts: complete, fail with backoff, retry_in, permanent,
 -- max_attempts, heartbeat, and stale grants.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 -- complete: true once, then false (the attempt is no longer running).

@@ -1,6 +1,8 @@
 -- Grants: signed tokens, verify_grant's verdicts, forged and malformed
 -- tokens, expired leases, and key rotation.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$

@@ -1,5 +1,7 @@
 -- Managing tasks: cancel, retry, concurrency limits.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 -- cancel applies to every non-terminal state.

@@ -1,6 +1,8 @@
 -- Observability: metrics(), scheduler_status(), queue_stats, worker_status,
 -- and claim(wait => ...) returning empty-handed when nothing comes.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 SELECT name FROM schedq.metrics() ORDER BY name;

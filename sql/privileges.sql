@@ -1,7 +1,9 @@
 -- Privileges: PUBLIC gets nothing; the README's GRANTs make submitters,
 -- workers and admins; a role sees and changes only its own tasks unless
 -- granted more; the grant secret is for superusers only.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$

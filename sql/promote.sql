@@ -2,7 +2,9 @@
 -- concurrency limits, dependencies; parking and gate events.  Driven by
 -- schedq._promote_once(now), the function the scheduler runs (the
 -- background scheduler is disabled in this suite).
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 CREATE FUNCTION pg_temp.state(kind_pattern text DEFAULT '%')

@@ -1,7 +1,9 @@
 -- The reaper: expired leases and timeouts fail the attempt (retried while
 -- attempts remain), only on that positive signal; finished tasks past
 -- schedq.retention are deleted.  Driven by schedq._reap_once(now).
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 CREATE TEMP TABLE m0 AS SELECT * FROM schedq.metrics();

@@ -1,6 +1,8 @@
 -- Submitting tasks: defaults, the fast path to 'available', dedup keys,
 -- submit_many and submit_sql.
+SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
 CREATE EXTENSION schedq;
 
 -- Defaults: an ungated task is available at once, owned by its submitter.
