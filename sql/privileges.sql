@@ -87,6 +87,28 @@ RESET ROLE;
 SELECT count(*) FROM pg_proc
  WHERE pronamespace = 'schedq'::regnamespace AND prosecdef;
 
+-- A hostile search_path cannot hijack the functions' queries: an
+-- operator or a function that shadows pg_catalog's is never used, even
+-- when the caller puts its schema first.
+CREATE SCHEMA evil;
+GRANT USAGE, CREATE ON SCHEMA evil TO regress_schedq_app;
+SET ROLE regress_schedq_app;
+CREATE FUNCTION evil.eq(bigint, bigint) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'hijacked by %', current_user; END $$;
+CREATE OPERATOR evil.= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = evil.eq);
+CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'hijacked now()'; END $$;
+SET search_path = evil, pg_catalog, public;
+SELECT 1::bigint = 1::bigint;   -- the caller's own queries do see evil.=
+SELECT schedq.submit('safe') > 0 AS submitted;
+SELECT schedq.cancel(id) FROM schedq.task WHERE kind = 'safe';
+RESET search_path;
+RESET ROLE;
+SET search_path = evil, pg_catalog, public;
+SELECT count(*) FROM schedq.claim('admin', n => 100);
+RESET search_path;
+DROP SCHEMA evil CASCADE;
+
 DROP EXTENSION schedq;
 DROP OWNED BY regress_schedq_app, regress_schedq_other, regress_schedq_worker,
 	regress_schedq_admin;

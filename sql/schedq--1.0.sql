@@ -209,7 +209,6 @@ CREATE FUNCTION schedq.submit(
 	dedup_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit';
 COMMENT ON FUNCTION schedq.submit IS 'submit a task; returns its id (or the live task with the same dedup_key)';
@@ -232,7 +231,6 @@ CREATE FUNCTION schedq.submit_sql(
 	dedup_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit_sql';
 COMMENT ON FUNCTION schedq.submit_sql IS 'submit a SQL command run by the built-in executor as the submitting role';
@@ -240,7 +238,6 @@ COMMENT ON FUNCTION schedq.submit_sql IS 'submit a SQL command run by the built-
 CREATE FUNCTION schedq.submit_many(tasks jsonb)
 RETURNS SETOF bigint
 LANGUAGE c VOLATILE STRICT
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit_many';
 COMMENT ON FUNCTION schedq.submit_many IS 'submit an array of tasks given as objects with the arguments of submit; ids in order';
@@ -258,7 +255,6 @@ CREATE FUNCTION schedq.claim(
 	wait interval DEFAULT '0')
 RETURNS SETOF schedq.claimed_task
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_claim';
 COMMENT ON FUNCTION schedq.claim IS 'claim up to n available tasks under a lease; one signed grant each';
@@ -266,7 +262,6 @@ COMMENT ON FUNCTION schedq.claim IS 'claim up to n available tasks under a lease
 CREATE FUNCTION schedq.heartbeat(token text, extend interval DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_heartbeat';
 COMMENT ON FUNCTION schedq.heartbeat IS 'extend a lease; NULL when the attempt is no longer running';
@@ -274,7 +269,6 @@ COMMENT ON FUNCTION schedq.heartbeat IS 'extend a lease; NULL when the attempt i
 CREATE FUNCTION schedq.complete(token text, result jsonb DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_complete';
 COMMENT ON FUNCTION schedq.complete IS 'finish the granted attempt successfully; false if the grant is stale';
@@ -283,7 +277,6 @@ CREATE FUNCTION schedq.fail(token text, error text, retry_in interval DEFAULT NU
 							permanent boolean DEFAULT false)
 RETURNS text
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_fail';
 COMMENT ON FUNCTION schedq.fail IS 'fail the granted attempt; returns the new status, or stale';
@@ -291,7 +284,6 @@ COMMENT ON FUNCTION schedq.fail IS 'fail the granted attempt; returns the new st
 CREATE FUNCTION schedq.verify_grant(token text)
 RETURNS text
 LANGUAGE c VOLATILE STRICT
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_verify_grant';
 COMMENT ON FUNCTION schedq.verify_grant IS 'valid, malformed, bad_signature, expired or stale';
@@ -299,7 +291,6 @@ COMMENT ON FUNCTION schedq.verify_grant IS 'valid, malformed, bad_signature, exp
 CREATE FUNCTION schedq.rotate_grant_key()
 RETURNS integer
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_rotate_grant_key';
 COMMENT ON FUNCTION schedq.rotate_grant_key IS 'start signing with a new key; the previous key keeps verifying';
@@ -311,7 +302,6 @@ COMMENT ON FUNCTION schedq.rotate_grant_key IS 'start signing with a new key; th
 CREATE FUNCTION schedq.cancel(task_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_cancel';
 COMMENT ON FUNCTION schedq.cancel IS 'cancel a task that is not finished';
@@ -319,7 +309,6 @@ COMMENT ON FUNCTION schedq.cancel IS 'cancel a task that is not finished';
 CREATE FUNCTION schedq.retry(task_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_retry';
 COMMENT ON FUNCTION schedq.retry IS 'run a finished task again with a fresh allowance of attempts';
@@ -327,7 +316,6 @@ COMMENT ON FUNCTION schedq.retry IS 'run a finished task again with a fresh allo
 CREATE FUNCTION schedq.pause_queue(queue text)
 RETURNS void
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_pause_queue';
 COMMENT ON FUNCTION schedq.pause_queue IS 'stop claims from a queue';
@@ -335,7 +323,6 @@ COMMENT ON FUNCTION schedq.pause_queue IS 'stop claims from a queue';
 CREATE FUNCTION schedq.resume_queue(queue text)
 RETURNS void
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_resume_queue';
 COMMENT ON FUNCTION schedq.resume_queue IS 'allow claims from a paused queue again';
@@ -343,7 +330,6 @@ COMMENT ON FUNCTION schedq.resume_queue IS 'allow claims from a paused queue aga
 CREATE FUNCTION schedq.set_concurrency_limit(key text, max_active integer)
 RETURNS void
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_set_concurrency_limit';
 COMMENT ON FUNCTION schedq.set_concurrency_limit IS 'most tasks of a concurrency_key active at once; NULL removes the limit';
@@ -351,7 +337,6 @@ COMMENT ON FUNCTION schedq.set_concurrency_limit IS 'most tasks of a concurrency
 CREATE FUNCTION schedq.set_budget(name text, hard_limit numeric, period interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_set_budget';
 COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a period it refills at every boundary';
@@ -363,7 +348,6 @@ COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a peri
 CREATE FUNCTION schedq.metrics(OUT name text, OUT value bigint)
 RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_metrics';
 COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for the whole server, since it started';
@@ -372,7 +356,6 @@ CREATE FUNCTION schedq.scheduler_status(OUT datname name, OUT pid integer,
 										OUT state text, OUT last_tick timestamptz)
 RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_scheduler_status';
 COMMENT ON FUNCTION schedq.scheduler_status IS 'one row per database with a running scheduler';
@@ -415,14 +398,12 @@ COMMENT ON VIEW schedq.worker_status IS 'workers seen in the retained tasks: run
 CREATE FUNCTION schedq._promote_once(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE c VOLATILE STRICT
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_promote_once';
 
 CREATE FUNCTION schedq._reap_once(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE c VOLATILE STRICT
-SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_reap_once';
 
