@@ -8,9 +8,9 @@
  *	  schedq).
  *	- DROP EXTENSION schedq: after commit, wake this database's scheduler,
  *	  which finds the extension gone and exits for good.
- *	- DROP DATABASE (with or without FORCE), ALTER DATABASE ... RENAME TO
- *	  and ALTER DATABASE ... SET TABLESPACE need a database nobody is
- *	  connected to: before running them, hold the database's slot (so the
+ *	- DROP DATABASE (with or without FORCE), ALTER DATABASE ... RENAME TO,
+ *	  ALTER DATABASE ... SET TABLESPACE and CREATE DATABASE ... TEMPLATE
+ *	  need a database nobody is connected to: before running them, hold the database's slot (so the
  *	  launcher starts nothing there), stop its scheduler and wait for it to
  *	  exit.  Afterwards the hold is shortened; if the database still exists
  *	  the launcher starts a scheduler again.  (PostgreSQL 19 offers
@@ -23,6 +23,7 @@
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
+#include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/latch.h"
@@ -122,6 +123,20 @@ hook_exclusive_database(Node *parsetree)
 	{
 		case T_DropdbStmt:
 			return get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+		case T_CreatedbStmt:
+			{
+				ListCell   *lc;
+
+				/* the template is copied only while nobody is connected */
+				foreach(lc, ((CreatedbStmt *) parsetree)->options)
+				{
+					DefElem    *opt = lfirst(lc);
+
+					if (strcmp(opt->defname, "template") == 0)
+						return get_database_oid(defGetString(opt), true);
+				}
+			}
+			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
 				return get_database_oid(((RenameStmt *) parsetree)->subname, true);

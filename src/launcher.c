@@ -178,10 +178,53 @@ launcher_reconcile(void)
 	while ((db = hash_seq_search(&status)) != NULL)
 	{
 		SchedqDatabase *slot;
-		bool		absent = false;
 		bool		probe = false;
 		bool		running_elsewhere = false;
 		TimestampTz hold_until = 0;
+
+		if (db->state == LDB_STARTED)
+		{
+			pid_t		pid;
+
+			if (GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED)
+			{
+				/* running: a probe (CREATE EXTENSION IF NOT EXISTS) is answered */
+				LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+				slot = schedq_database_slot(db->dboid, false);
+				if (slot != NULL && slot->pid != 0)
+					slot->probe = false;
+				LWLockRelease(schedq_shared->lock);
+				continue;
+			}
+			pfree(db->handle);
+			db->handle = NULL;
+			db->state = LDB_STOPPED;
+			db->stopped_at = now;
+		}
+
+		/*
+		 * Read what the slot says, and free it when it has nothing left to
+		 * say: only a running scheduler, a pending probe or a hold needs
+		 * one, so dropped databases and databases without schedq do not
+		 * use up the SCHEDQ_MAX_DATABASES slots.
+		 */
+		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+		slot = schedq_database_slot(db->dboid, false);
+		if (slot != NULL)
+		{
+			if (slot->absent)
+			{
+				db->state = LDB_ABSENT;
+				slot->absent = false;
+			}
+			probe = slot->probe;
+			hold_until = slot->hold_until;
+			/* a scheduler this launcher did not start (it was restarted) */
+			running_elsewhere = slot->pid != 0 && kill(slot->pid, 0) == 0;
+			if (slot->pid == 0 && !probe && hold_until <= now)
+				slot->dboid = InvalidOid;
+		}
+		LWLockRelease(schedq_shared->lock);
 
 		if (!db->seen)
 		{
@@ -191,43 +234,10 @@ launcher_reconcile(void)
 			hash_search(launcher_dbs, &db->dboid, HASH_REMOVE, NULL);
 			continue;
 		}
-
-		if (db->state == LDB_STARTED)
-		{
-			pid_t		pid;
-
-			if (GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED)
-				continue;
-			pfree(db->handle);
-			db->handle = NULL;
-			db->state = LDB_STOPPED;
-			db->stopped_at = now;
-		}
-
-		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
-		slot = schedq_database_slot(db->dboid, true);
-		if (slot != NULL)
-		{
-			absent = slot->absent;
-			probe = slot->probe;
-			hold_until = slot->hold_until;
-			/* a scheduler this launcher did not start (it was restarted) */
-			running_elsewhere = slot->pid != 0 && kill(slot->pid, 0) == 0;
-			if (absent && probe)
-			{
-				slot->probe = false;
-				slot->absent = false;
-			}
-		}
-		LWLockRelease(schedq_shared->lock);
-
-		if (slot == NULL || running_elsewhere)
+		if (running_elsewhere)
 			continue;
-		if (absent && !probe)
-		{
-			db->state = LDB_ABSENT;
+		if (db->state == LDB_ABSENT && !probe)
 			continue;
-		}
 		if (hold_until > now)
 		{
 			next = Min(next, hold_until);
@@ -239,7 +249,14 @@ launcher_reconcile(void)
 			next = Min(next, db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000);
 			continue;
 		}
-		(void) launcher_start_scheduler(db);
+		if (launcher_start_scheduler(db) && probe)
+		{
+			LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+			slot = schedq_database_slot(db->dboid, false);
+			if (slot != NULL)
+				slot->probe = false;
+			LWLockRelease(schedq_shared->lock);
+		}
 	}
 	return next;
 }

@@ -158,6 +158,10 @@ schedq_scheduler_main(Datum main_arg)
 	scheduler_begin("schedq scheduler: starting");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		scheduler_not_installed();
+	/* a CREATE EXTENSION's request to start one is answered */
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	scheduler_slot->probe = false;
+	LWLockRelease(schedq_shared->lock);
 	schedq_unpark_all();
 	scheduler_commit();
 
