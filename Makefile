@@ -22,7 +22,9 @@ OBJS = \
 	src/scheduler.o \
 	src/launcher.o \
 	src/hooks.o \
-	src/observe.o
+	src/observe.o \
+	src/cron.o \
+	src/periodic.o
 
 DATA = $(wildcard sql/schedq--*.sql)
 

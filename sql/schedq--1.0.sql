@@ -55,6 +55,7 @@ CREATE TABLE schedq.task (
 	deadline		timestamptz,
 	parked			boolean NOT NULL DEFAULT false,
 	has_dependents	boolean NOT NULL DEFAULT false,
+	periodic		text,
 	result			jsonb,
 	last_error		text,
 	created_at		timestamptz NOT NULL DEFAULT now(),
@@ -70,6 +71,7 @@ COMMENT ON COLUMN schedq.task.retry_base IS 'value of attempts when schedq.retry
 COMMENT ON COLUMN schedq.task.deadline IS 'when the running attempt times out (claim time + timeout); lease_expires_at never passes it';
 COMMENT ON COLUMN schedq.task.parked IS 'pending and blocked by a lock_key, a concurrency limit or a dependency: not looked at again until a gate event frees it';
 COMMENT ON COLUMN schedq.task.has_dependents IS 'some task lists this one in depends_on';
+COMMENT ON COLUMN schedq.task.periodic IS 'the periodic schedule that submitted this task, if any';
 
 -- Claim: the head of the available set, in claim order.  Partial, so
 -- pending, running and finished tasks cost a claim nothing.
@@ -388,6 +390,100 @@ SELECT claimed_by AS worker,
  WHERE claimed_by IS NOT NULL
  GROUP BY claimed_by;
 COMMENT ON VIEW schedq.worker_status IS 'workers seen in the retained tasks: running now, claims, last claim';
+
+--
+-- Periodic tasks.
+--
+
+CREATE TABLE schedq.periodic (
+	name			text PRIMARY KEY,
+	schedule		text NOT NULL,
+	timezone		text NOT NULL DEFAULT 'UTC',
+	enabled			boolean NOT NULL DEFAULT true,
+	next_run		timestamptz,
+	last_run		timestamptz,
+	last_task_id	bigint,
+	kind			text NOT NULL,
+	payload			jsonb NOT NULL DEFAULT '{}',
+	queue			text NOT NULL DEFAULT 'default',
+	priority		integer NOT NULL DEFAULT 0,
+	max_attempts	integer NOT NULL DEFAULT 5,
+	timeout			interval,
+	lock_key		text,
+	concurrency_key	text,
+	required_caps	text[] NOT NULL DEFAULT '{}',
+	budgets			text[] NOT NULL DEFAULT '{}',
+	cost			numeric NOT NULL DEFAULT 1,
+	owner			regrole NOT NULL,
+	fired			bigint NOT NULL DEFAULT 0,
+	skipped			bigint NOT NULL DEFAULT 0,
+	last_error		text,
+	created_at		timestamptz NOT NULL DEFAULT now(),
+	updated_at		timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE schedq.periodic IS 'periodic schedules and the template of the task each tick submits';
+CREATE INDEX periodic_due_idx ON schedq.periodic (next_run) WHERE enabled;
+ALTER TABLE schedq.periodic ENABLE ROW LEVEL SECURITY;
+CREATE POLICY periodic_visible ON schedq.periodic FOR SELECT
+	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
+SELECT pg_catalog.pg_extension_config_dump('schedq.periodic', '');
+
+CREATE FUNCTION schedq.schedule(
+	name text,
+	schedule text,
+	kind text,
+	payload jsonb DEFAULT '{}',
+	timezone text DEFAULT 'UTC',
+	enabled boolean DEFAULT true,
+	queue text DEFAULT 'default',
+	priority integer DEFAULT 0,
+	max_attempts integer DEFAULT 5,
+	timeout interval DEFAULT NULL,
+	lock_key text DEFAULT NULL,
+	concurrency_key text DEFAULT NULL,
+	required_caps text[] DEFAULT '{}',
+	budgets text[] DEFAULT '{}',
+	cost numeric DEFAULT 1)
+RETURNS text
+LANGUAGE c VOLATILE
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_schedule';
+COMMENT ON FUNCTION schedq.schedule IS 'create or replace a periodic task by name; returns the name';
+
+CREATE FUNCTION schedq.schedule_sql(name text, schedule text, command text,
+									timezone text DEFAULT 'UTC')
+RETURNS text
+LANGUAGE c VOLATILE
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_schedule_sql';
+COMMENT ON FUNCTION schedq.schedule_sql IS 'a periodic SQL command, run by the built-in executor as the role that scheduled it';
+
+CREATE FUNCTION schedq.unschedule(name text)
+RETURNS boolean
+LANGUAGE c VOLATILE
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_unschedule';
+COMMENT ON FUNCTION schedq.unschedule IS 'remove a periodic task; false if there is none by that name';
+
+CREATE FUNCTION schedq.next_runs(schedule text, timezone text DEFAULT 'UTC',
+								 after timestamptz DEFAULT now(), n integer DEFAULT 5)
+RETURNS SETOF timestamptz
+LANGUAGE c STABLE STRICT
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_next_runs';
+COMMENT ON FUNCTION schedq.next_runs IS 'the next n times a schedule fires after a given time';
+
+CREATE FUNCTION schedq._next_run(schedule text, timezone text, after timestamptz)
+RETURNS timestamptz
+LANGUAGE c STABLE STRICT
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_next_run';
+
+CREATE FUNCTION schedq._periodic_once(now timestamptz DEFAULT now())
+RETURNS integer
+LANGUAGE c VOLATILE STRICT
+SET jit = off
+AS 'MODULE_PATHNAME', 'schedq_periodic_once';
 
 --
 -- Internal: one pass of each scheduler loop, as the scheduler runs it, with

@@ -75,6 +75,14 @@ extern void schedq_grant_require(const char *token, SchedqGrant *grant);
 extern const char *schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
 									   int64 retry_us, bool permanent);
 
+/* Task options shared with periodic schedules (submit.c). */
+extern void schedq_check_task_options(Datum kind, Datum payload, Datum queue,
+									  Datum priority, Datum max_attempts,
+									  Datum timeout, Datum lock_key,
+									  Datum concurrency_key, Datum required_caps,
+									  Datum budgets, Datum cost);
+extern Datum schedq_sql_payload(const char *command);
+
 /* Shared helpers for the API files. */
 extern void	 schedq_require_preloaded(void);
 extern int64 schedq_interval_usecs(const Interval *span);

@@ -4,10 +4,12 @@
  *	  schedq installed, started by the launcher.
  *
  * Each iteration is one transaction (the bracket of STYLE §4): check that
- * schedq is still installed (exit for good if not), run a promotion pass,
- * a reaper pass when one is due, and find the next due time.  Then sleep
- * on the latch until the earliest of: the next pending run_at, the next
- * reaper pass, schedq.promote_interval (the fallback).  Commits that
+ * schedq is still installed (exit for good if not), run the periodic pass
+ * (due ticks fire first: they are the most time-sensitive), a promotion
+ * pass, a reaper pass when one is due, and find the next due time.  Then
+ * sleep on the latch until the earliest of: the next pending run_at, the
+ * next periodic tick, the next reaper pass, schedq.promote_interval (the
+ * fallback).  Commits that
  * create work set the latch (wake.c), so a submit is promoted at once and
  * a task due in a second is promoted within milliseconds of its run_at.
  *
@@ -181,6 +183,7 @@ schedq_scheduler_main(Datum main_arg)
 			scheduler_begin("schedq scheduler: promoting");
 			if (!OidIsValid(get_extension_oid("schedq", true)))
 				scheduler_not_installed();
+			(void) schedq_periodic_pass(now, &more);
 			(void) schedq_promote_pass(now, &more);
 			if (now >= next_reap)
 			{
@@ -189,6 +192,7 @@ schedq_scheduler_main(Datum main_arg)
 				next_reap = now + (int64) schedq_reaper_interval_ms * 1000;
 			}
 			wake = Min(wake, Min(next_reap, schedq_next_due(now)));
+			wake = Min(wake, schedq_periodic_next_due());
 			scheduler_commit();
 			scheduler_set_state(SCHEDULER_IDLE);
 		}

@@ -24,6 +24,8 @@ extern int	schedq_promote_pass(TimestampTz now, bool *more);
 extern TimestampTz schedq_next_due(TimestampTz now);
 extern void schedq_unpark_all(void);
 extern int	schedq_reap_pass(TimestampTz now, bool *more);
+extern int	schedq_periodic_pass(TimestampTz now, bool *more);
+extern TimestampTz schedq_periodic_next_due(void);
 
 /* Utility hook: follow CREATE/DROP EXTENSION and DROP/RENAME DATABASE. */
 extern void schedq_install_utility_hook(void);

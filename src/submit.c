@@ -463,9 +463,6 @@ schedq_submit_sql(PG_FUNCTION_ARGS)
 	TaskArgs		 a;
 	SchedqCall		 call;
 	char			*command;
-	JsonbParseState *state = NULL;
-	JsonbValue		 key, value;
-	JsonbValue		*object;
 	Datum			*caps;
 	int				 ncaps;
 	bool			 has_sql = false;
@@ -488,18 +485,8 @@ schedq_submit_sql(PG_FUNCTION_ARGS)
 	a.null[A_KIND] = false;
 	a.v[A_KIND] = CStringGetTextDatum("sql");
 
-	key.type = jbvString;
-	key.val.string.val = "command";
-	key.val.string.len = strlen("command");
-	value.type = jbvString;
-	value.val.string.val = command;
-	value.val.string.len = strlen(command);
-	pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
-	pushJsonbValue(&state, WJB_KEY, &key);
-	pushJsonbValue(&state, WJB_VALUE, &value);
-	object = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
 	a.null[A_PAYLOAD] = false;
-	a.v[A_PAYLOAD] = JsonbPGetDatum(JsonbValueToJsonb(object));
+	a.v[A_PAYLOAD] = schedq_sql_payload(command);
 
 	submit_check_args(&a);
 
@@ -624,4 +611,78 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 
 	schedq_call_end(&call);
 	return (Datum) 0;
+}
+
+/*
+ * Check the task options a periodic schedule carries, by the rules of
+ * submit (periodic.c).  Each argument is a Datum of the type submit takes;
+ * the nullable ones may be (Datum) 0.  Inside schedq_call_begin.
+ */
+void
+schedq_check_task_options(Datum kind, Datum payload, Datum queue, Datum priority,
+						  Datum max_attempts, Datum timeout, Datum lock_key,
+						  Datum concurrency_key, Datum required_caps, Datum budgets,
+						  Datum cost)
+{
+	TaskArgs	a;
+	ArrayType  *arr;
+
+	memset(&a, 0, sizeof(a));
+	for (int i = 0; i < NUM_TASK_ARGS; i++)
+		a.null[i] = true;
+#define OPTION(arg, value) (a.v[arg] = (value), a.null[arg] = (value) == (Datum) 0)
+	OPTION(A_KIND, kind);
+	OPTION(A_PAYLOAD, payload);
+	OPTION(A_QUEUE, queue);
+	OPTION(A_PRIORITY, priority);
+	OPTION(A_MAX_ATTEMPTS, max_attempts);
+	OPTION(A_TIMEOUT, timeout);
+	OPTION(A_LOCK_KEY, lock_key);
+	OPTION(A_CONCURRENCY_KEY, concurrency_key);
+	OPTION(A_REQUIRED_CAPS, required_caps);
+	OPTION(A_BUDGETS, budgets);
+	OPTION(A_COST, cost);
+#undef OPTION
+	/* priority 0 is a valid value whose Datum is 0 */
+	a.null[A_PRIORITY] = false;
+	a.v[A_RUN_AT] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	a.null[A_RUN_AT] = false;
+	a.v[A_DEPENDS_ON] = PointerGetDatum(construct_empty_array(INT8OID));
+	a.null[A_DEPENDS_ON] = false;
+	submit_check_args(&a);
+
+	arr = DatumGetArrayTypeP(a.v[A_BUDGETS]);
+	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
+		schedq_execute(schedq_plan(&plan_missing_budget,
+								   "SELECT b FROM unnest($1) b"
+								   " WHERE NOT EXISTS (SELECT FROM schedq.budget"
+								   "   WHERE name = b) LIMIT 1",
+								   1, (Oid[]) { TEXTARRAYOID }),
+					   &a.v[A_BUDGETS], NULL, 0, SPI_OK_SELECT) > 0)
+		ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("budget \"%s\" does not exist",
+					   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				errhint("Create it with schedq.set_budget()."));
+}
+
+/*
+ * The payload {"command": command} of a SQL task.
+ */
+Datum
+schedq_sql_payload(const char *command)
+{
+	JsonbParseState *state = NULL;
+	JsonbValue	key,
+				value;
+
+	key.type = jbvString;
+	key.val.string.val = "command";
+	key.val.string.len = strlen("command");
+	value.type = jbvString;
+	value.val.string.val = (char *) command;
+	value.val.string.len = strlen(command);
+	pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	pushJsonbValue(&state, WJB_KEY, &key);
+	pushJsonbValue(&state, WJB_VALUE, &value);
+	return JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&state, WJB_END_OBJECT, NULL)));
 }

@@ -1,0 +1,556 @@
+/*-------------------------------------------------------------------------
+ * periodic.c
+ *	  Periodic tasks: schedule, schedule_sql, unschedule, next_runs, and
+ *	  the periodic pass the scheduler runs.
+ *
+ * A schedule's state is its row in schedq.periodic: next_run is the tick
+ * to fire next.  The pass fires every due tick in one statement: it locks
+ * the due rows (SKIP LOCKED), submits a task for each whose last task is
+ * finished, counts a skip for each whose last task is still live (a
+ * periodic task never overlaps itself), and moves next_run to the first
+ * tick after max(the tick, now) -- so ticks missed while the server was
+ * down fire once, not once each.  The task and the new next_run commit
+ * together, guarded by the row lock, so a tick fires at most once whatever
+ * crashes, restarts or failovers happen.
+ *
+ * If that statement fails (a schedule whose time zone disappeared, say),
+ * the due schedules are fired one by one in subtransactions: the bad one
+ * records its error and moves on (or is disabled when its next run cannot
+ * be computed); the others fire.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "cron.h"
+#include "schedq.h"
+#include "scheduler.h"
+#include "shmem.h"
+#include "wake.h"
+
+#define PERIODIC_BATCH 1000
+#define NEXT_RUNS_MAX 10000
+
+static SPIPlanPtr plan_fire = NULL;
+static SPIPlanPtr plan_due_names = NULL;
+static SPIPlanPtr plan_fire_error = NULL;
+static SPIPlanPtr plan_disable = NULL;
+static SPIPlanPtr plan_upsert = NULL;
+static SPIPlanPtr plan_owner = NULL;
+static SPIPlanPtr plan_delete = NULL;
+static SPIPlanPtr plan_next_due = NULL;
+
+/*
+ * Parse a schedule and its time zone and find its first run after
+ * `after`.  Raises an error for a bad schedule, a bad time zone, or a
+ * schedule that never fires.
+ */
+static TimestampTz
+periodic_first_run(const char *schedule, const char *timezone, TimestampTz after)
+{
+	SchedqSchedule sched;
+	pg_tz	   *tz;
+	TimestampTz next;
+
+	schedq_cron_parse(schedule, &sched);
+	tz = schedq_cron_timezone(timezone);
+	if (!schedq_cron_next(&sched, tz, after, &next))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("schedule \"%s\" never fires", schedule),
+				errdetail("No time after %s matches it.", timestamptz_to_str(after)));
+	return next;
+}
+
+PG_FUNCTION_INFO_V1(schedq_next_runs);
+
+/*
+ * schedq.next_runs(schedule, timezone, after, n): the next n runs.
+ */
+Datum
+schedq_next_runs(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *timezone = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	TimestampTz after = PG_GETARG_TIMESTAMPTZ(2);
+	int32		n = PG_GETARG_INT32(3);
+	SchedqSchedule sched;
+	pg_tz	   *tz;
+
+	if (n <= 0 || n > NEXT_RUNS_MAX)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("n must be between 1 and %d", NEXT_RUNS_MAX));
+	if (TIMESTAMP_NOT_FINITE(after))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("after must be finite"));
+	schedq_cron_parse(schedule, &sched);
+	tz = schedq_cron_timezone(timezone);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	for (int i = 0; i < n; i++)
+	{
+		TimestampTz next;
+		Datum		value;
+		bool		isnull = false;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!schedq_cron_next(&sched, tz, after, &next))
+			break;
+		value = TimestampTzGetDatum(next);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+		after = next;
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(schedq_next_run);
+
+/*
+ * schedq._next_run(schedule, timezone, after): the first run after, or
+ * NULL if there is none.  Used by the periodic pass.
+ */
+Datum
+schedq_next_run(PG_FUNCTION_ARGS)
+{
+	SchedqSchedule sched;
+	TimestampTz next;
+
+	schedq_cron_parse(text_to_cstring(PG_GETARG_TEXT_PP(0)), &sched);
+	if (!schedq_cron_next(&sched, schedq_cron_timezone(text_to_cstring(PG_GETARG_TEXT_PP(1))),
+						  PG_GETARG_TIMESTAMPTZ(2), &next))
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(next);
+}
+
+/*
+ * Create or replace a schedule.  values[] holds, in order: name, schedule,
+ * kind, payload, timezone, enabled, queue, priority, max_attempts,
+ * timeout, lock_key, concurrency_key, required_caps, budgets, cost.
+ */
+static void
+periodic_upsert(Datum *values, bool *nulls)
+{
+	static const Oid types[] = {
+		TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
+		INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
+		NUMERICOID, TIMESTAMPTZOID, OIDOID
+	};
+	static const char *const required[] = {
+		"name", "schedule", "kind", "payload", "timezone", "enabled", "queue",
+		"priority", "max_attempts", NULL, NULL, NULL, "required_caps", "budgets", "cost"
+	};
+	Datum		args[17];
+	char		argnulls[17];
+	SchedqCall	call;
+	char	   *name;
+	TimestampTz next;
+	bool		isnull;
+
+	for (int i = 0; i < 15; i++)
+		if (nulls[i] && required[i] != NULL)
+			ereport(ERROR,
+					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					errmsg("%s must not be null", required[i]));
+	name = TextDatumGetCString(values[0]);
+	if (name[0] == '\0')
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("name must not be empty"));
+	next = periodic_first_run(TextDatumGetCString(values[1]), TextDatumGetCString(values[4]),
+							  GetCurrentTimestamp());
+
+	schedq_call_begin(&call);
+	schedq_check_task_options(values[2], values[3], values[6], values[7], values[8],
+							  nulls[9] ? (Datum) 0 : values[9],
+							  nulls[10] ? (Datum) 0 : values[10],
+							  nulls[11] ? (Datum) 0 : values[11],
+							  values[12], values[13], values[14]);
+
+	/* replacing another role's schedule takes that role's privileges */
+	if (schedq_execute(schedq_plan(&plan_owner,
+								   "SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
+								   1, (Oid[]) { TEXTOID }),
+					   values, NULL, 0, SPI_OK_SELECT) > 0 &&
+		!schedq_caller_acts_for(&call, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+																	  SPI_tuptable->tupdesc, 1, &isnull))))
+		ereport(ERROR,
+				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("permission denied for periodic task \"%s\"", name));
+
+	for (int i = 0; i < 15; i++)
+	{
+		args[i] = values[i];
+		argnulls[i] = nulls[i] ? 'n' : ' ';
+	}
+	args[15] = TimestampTzGetDatum(next);
+	argnulls[15] = ' ';
+	args[16] = ObjectIdGetDatum(call.caller);
+	argnulls[16] = ' ';
+	schedq_execute(
+		schedq_plan(&plan_upsert,
+					"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
+					"  enabled, queue, priority, max_attempts, timeout, lock_key,"
+					"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
+					" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+					"  $15, $16, $17::regrole)"
+					" ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule,"
+					"  kind = EXCLUDED.kind, payload = EXCLUDED.payload,"
+					"  timezone = EXCLUDED.timezone, enabled = EXCLUDED.enabled,"
+					"  queue = EXCLUDED.queue, priority = EXCLUDED.priority,"
+					"  max_attempts = EXCLUDED.max_attempts, timeout = EXCLUDED.timeout,"
+					"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
+					"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
+					"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
+					"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()",
+					17, types),
+		args, argnulls, 0, SPI_OK_INSERT);
+	schedq_call_end(&call);
+	schedq_wake_scheduler_at_commit();
+}
+
+PG_FUNCTION_INFO_V1(schedq_schedule);
+
+/*
+ * schedq.schedule(name, schedule, kind, payload, timezone, enabled, queue,
+ * priority, max_attempts, timeout, lock_key, concurrency_key,
+ * required_caps, budgets, cost): create or replace by name.
+ */
+Datum
+schedq_schedule(PG_FUNCTION_ARGS)
+{
+	Datum		values[15];
+	bool		nulls[15];
+
+	for (int i = 0; i < 15; i++)
+	{
+		nulls[i] = PG_ARGISNULL(i);
+		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	periodic_upsert(values, nulls);
+	PG_RETURN_DATUM(values[0]);
+}
+
+PG_FUNCTION_INFO_V1(schedq_schedule_sql);
+
+/*
+ * schedq.schedule_sql(name, schedule, command, timezone): a periodic SQL
+ * task for the built-in executor, run as the role that scheduled it.
+ */
+Datum
+schedq_schedule_sql(PG_FUNCTION_ARGS)
+{
+	Datum		values[15];
+	bool		nulls[15];
+	char	   *command;
+	Datum		sql = CStringGetTextDatum("sql");
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("command must not be null"));
+	command = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (command[strspn(command, " \t\r\n")] == '\0')
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("command must not be empty"));
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = PG_GETARG_DATUM(0);
+	nulls[0] = PG_ARGISNULL(0);
+	values[1] = PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1);
+	values[2] = sql;
+	values[3] = schedq_sql_payload(command);
+	values[4] = PG_GETARG_DATUM(3);
+	nulls[4] = PG_ARGISNULL(3);
+	values[5] = BoolGetDatum(true);
+	values[6] = CStringGetTextDatum("default");
+	values[7] = Int32GetDatum(0);
+	values[8] = Int32GetDatum(5);
+	nulls[9] = nulls[10] = nulls[11] = true;
+	values[12] = PointerGetDatum(construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
+	values[13] = PointerGetDatum(construct_empty_array(TEXTOID));
+	values[14] = DirectFunctionCall1(int4_numeric, Int32GetDatum(1));
+	periodic_upsert(values, nulls);
+	PG_RETURN_DATUM(values[0]);
+}
+
+PG_FUNCTION_INFO_V1(schedq_unschedule);
+
+/*
+ * schedq.unschedule(name): remove a schedule.  Its tasks stay.
+ */
+Datum
+schedq_unschedule(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	Datum		name;
+	bool		found = false;
+	bool		isnull;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("name must not be null"));
+	name = PG_GETARG_DATUM(0);
+
+	schedq_call_begin(&call);
+	if (schedq_execute(schedq_plan(&plan_owner,
+								   "SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
+								   1, (Oid[]) { TEXTOID }),
+					   &name, NULL, 0, SPI_OK_SELECT) > 0)
+	{
+		if (!schedq_caller_acts_for(&call, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+																		  SPI_tuptable->tupdesc, 1, &isnull))))
+			ereport(ERROR,
+					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied for periodic task \"%s\"", TextDatumGetCString(name)));
+		found = schedq_execute(schedq_plan(&plan_delete,
+										   "DELETE FROM schedq.periodic WHERE name = $1",
+										   1, (Oid[]) { TEXTOID }),
+							   &name, NULL, 0, SPI_OK_DELETE) > 0;
+	}
+	schedq_call_end(&call);
+	PG_RETURN_BOOL(found);
+}
+
+/*
+ * Fire the due ticks at `now`: of every due schedule when name is 0, or of
+ * that one.  Returns the number of rows the statement returned and adds
+ * to *fired and *skipped.
+ */
+static int
+periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
+{
+	Datum		values[2] = { TimestampTzGetDatum(now), name };
+	char		nulls[2] = { ' ', name == (Datum) 0 ? 'n' : ' ' };
+	int			n;
+
+	n = schedq_execute(
+		schedq_plan(&plan_fire,
+					"WITH due AS ("
+					"  SELECT p.name, p.last_task_id FROM schedq.periodic p"
+					"  WHERE p.enabled AND p.next_run <= $1"
+					"    AND ($2::text IS NULL OR p.name = $2)"
+					"  ORDER BY p.next_run LIMIT " CppAsString2(PERIODIC_BATCH)
+					"  FOR UPDATE SKIP LOCKED),"
+					" busy AS ("
+					"  SELECT due.name FROM due JOIN schedq.task t ON t.id = due.last_task_id"
+					"  WHERE t.status IN ('pending', 'available', 'running')),"
+					" ins AS ("
+					"  INSERT INTO schedq.task (kind, payload, queue, priority, status, run_at,"
+					"    max_attempts, timeout, lock_key, concurrency_key, required_caps,"
+					"    budgets, cost, owner, periodic, created_at)"
+					"  SELECT p.kind, p.payload, p.queue, p.priority,"
+					"    CASE WHEN p.lock_key IS NULL AND p.concurrency_key IS NULL"
+					"      THEN 'available' ELSE 'pending' END,"
+					"    p.next_run, p.max_attempts, p.timeout, p.lock_key, p.concurrency_key,"
+					"    p.required_caps, p.budgets, p.cost, p.owner, p.name, clock_timestamp()"
+					"  FROM schedq.periodic p JOIN due ON due.name = p.name"
+					"  WHERE NOT EXISTS (SELECT FROM busy WHERE busy.name = p.name)"
+					"  RETURNING id, periodic, status, queue, required_caps),"
+					" fired AS ("
+					"  UPDATE schedq.periodic p SET last_task_id = ins.id,"
+					"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
+					"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
+					"  FROM ins WHERE p.name = ins.periodic RETURNING p.name),"
+					" skipped AS ("
+					"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
+					"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
+					"  FROM busy WHERE p.name = busy.name RETURNING p.name)"
+					" SELECT false, ins.status, ins.queue, ins.required_caps FROM ins"
+					" UNION ALL SELECT true, NULL, NULL, NULL FROM skipped",
+					2, (Oid[]) { TIMESTAMPTZOID, TEXTOID }),
+		values, nulls, 0, SPI_OK_SELECT);
+
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		if (DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull)))
+		{
+			(*skipped)++;
+			continue;
+		}
+		(*fired)++;
+		if (strcmp(SPI_getvalue(tuple, desc, 2), "available") == 0)
+			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 3),
+										   DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)));
+		else
+			schedq_wake_scheduler_at_commit();
+	}
+	return n;
+}
+
+/*
+ * Run a statement-level step in a subtransaction; on error, return the
+ * error's message (and undo the step) instead of raising it.
+ */
+typedef int (*PeriodicStep) (TimestampTz now, Datum name, int *fired, int *skipped);
+
+static char *
+periodic_try(PeriodicStep step, TimestampTz now, Datum name, int *fired, int *skipped)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *error = NULL;
+	int			f = 0,
+				s = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		step(now, name, &f, &s);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		*fired += f;
+		*skipped += s;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		error = edata->message;
+	}
+	PG_END_TRY();
+	return error;
+}
+
+/* The error of the tick being skipped, for periodic_skip_tick. */
+static char *periodic_error = NULL;
+
+/*
+ * Skip a schedule's due tick that could not fire, recording why.
+ */
+static int
+periodic_skip_tick(TimestampTz now, Datum name, int *fired, int *skipped)
+{
+	Datum		args[3] = { name, CStringGetTextDatum(periodic_error), TimestampTzGetDatum(now) };
+
+	return schedq_execute(
+		schedq_plan(&plan_fire_error,
+					"UPDATE schedq.periodic SET last_error = $2,"
+					"  next_run = schedq._next_run(schedule, timezone, greatest(next_run, $3))"
+					" WHERE name = $1",
+					3, (Oid[]) { TEXTOID, TEXTOID, TIMESTAMPTZOID }),
+		args, NULL, 0, SPI_OK_UPDATE);
+}
+
+/*
+ * One periodic pass at time `now`.  Returns how many ticks fired; *more
+ * is set when a batch was full.
+ */
+int
+schedq_periodic_pass(TimestampTz now, bool *more)
+{
+	int			fired = 0;
+	int			skipped = 0;
+	char	   *error;
+	SPITupleTable *due;
+	int			n;
+
+	error = periodic_try(periodic_fire, now, (Datum) 0, &fired, &skipped);
+	if (error != NULL)
+	{
+		/* one by one, so that a bad schedule stalls only itself */
+		Datum		value = TimestampTzGetDatum(now);
+
+		n = schedq_execute(schedq_plan(&plan_due_names,
+									   "SELECT name FROM schedq.periodic"
+									   " WHERE enabled AND next_run <= $1"
+									   " ORDER BY next_run LIMIT " CppAsString2(PERIODIC_BATCH),
+									   1, (Oid[]) { TIMESTAMPTZOID }),
+						   &value, NULL, 0, SPI_OK_SELECT);
+		due = SPI_tuptable;
+		for (int i = 0; i < n; i++)
+		{
+			bool		isnull;
+			Datum		name = SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull);
+
+			error = periodic_try(periodic_fire, now, name, &fired, &skipped);
+			if (error == NULL)
+				continue;
+			ereport(WARNING,
+					errmsg("periodic task \"%s\" could not fire: %s",
+						   TextDatumGetCString(name), error));
+			/* skip the tick; if even the next run cannot be found, disable */
+			periodic_error = error;
+			if (periodic_try(periodic_skip_tick, now, name, &fired, &skipped) != NULL)
+			{
+				Datum		args[2] = { name, CStringGetTextDatum(error) };
+
+				schedq_execute(schedq_plan(&plan_disable,
+										   "UPDATE schedq.periodic"
+										   " SET enabled = false, last_error = $2"
+										   " WHERE name = $1",
+										   2, (Oid[]) { TEXTOID, TEXTOID }),
+							   args, NULL, 0, SPI_OK_UPDATE);
+			}
+		}
+	}
+	if (fired + skipped >= PERIODIC_BATCH)
+		*more = true;
+	schedq_count(METRIC_PERIODIC_FIRED, fired);
+	schedq_count(METRIC_PERIODIC_SKIPPED_OVERLAP, skipped);
+	return fired;
+}
+
+/*
+ * The earliest next_run of an enabled schedule, or DT_NOEND.
+ */
+TimestampTz
+schedq_periodic_next_due(void)
+{
+	bool		isnull;
+	Datum		next;
+
+	schedq_execute(schedq_plan(&plan_next_due,
+							   "SELECT min(next_run) FROM schedq.periodic WHERE enabled",
+							   0, NULL),
+				   NULL, NULL, 0, SPI_OK_SELECT);
+	next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
+}
+
+PG_FUNCTION_INFO_V1(schedq_periodic_once);
+
+/*
+ * schedq._periodic_once(now): one periodic pass at the given time.
+ * Returns how many ticks fired.
+ */
+Datum
+schedq_periodic_once(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	bool		more = false;
+	int			fired;
+
+	schedq_call_begin(&call);
+	fired = schedq_periodic_pass(PG_GETARG_TIMESTAMPTZ(0), &more);
+	schedq_call_end(&call);
+	PG_RETURN_INT32(fired);
+}
