@@ -643,8 +643,9 @@ schedq_check_task_options(Datum kind, Datum payload, Datum queue, Datum priority
 	OPTION(A_BUDGETS, budgets);
 	OPTION(A_COST, cost);
 #undef OPTION
-	/* priority 0 is a valid value whose Datum is 0 */
+	/* integers: 0 is a valid value whose Datum is 0 (the callers checked NULL) */
 	a.null[A_PRIORITY] = false;
+	a.null[A_MAX_ATTEMPTS] = false;
 	a.v[A_RUN_AT] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	a.null[A_RUN_AT] = false;
 	a.v[A_DEPENDS_ON] = PointerGetDatum(construct_empty_array(INT8OID));
