@@ -24,7 +24,9 @@ OBJS = \
 	src/hooks.o \
 	src/observe.o \
 	src/cron.o \
-	src/periodic.o
+	src/periodic.o \
+	src/run.o \
+	src/executor.o
 
 DATA = $(wildcard sql/schedq--*.sql)
 
@@ -66,3 +68,13 @@ format:
 
 format-check:
 	clang-format --dry-run --Werror src/*.c src/*.h
+
+# make fuzz: build test/fuzz/fuzz_cron (src/cron.c with backend stand-ins)
+# with clang's libFuzzer, ASan and UBSan and fuzz it for FUZZ_SECONDS
+# seconds; non-zero on a crash, failed check, hang or leak.  Needs clang and
+# libclang-rt-14-dev.  See test/fuzz/run.sh.
+FUZZ_SECONDS ?= 60
+
+.PHONY: fuzz
+fuzz:
+	PG_CONFIG="$(PG_CONFIG)" FUZZ_SECONDS="$(FUZZ_SECONDS)" bash test/fuzz/run.sh

@@ -602,12 +602,14 @@ cron_day_ok(const SchedqSchedule *s, int year, int month, int day)
 
 /*
  * The first time the schedule fires strictly after `after`, in *next.
- * Returns false when it never does (within the years it can name).
+ * Returns false when it never does (within the years it can name, or for
+ * @every within the range of valid timestamps).
  */
 bool
 schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, TimestampTz *next)
 {
-	pg_time_t	start;
+	pg_time_t	start,
+				prev;
 	struct pg_tm *tm;
 	int			y,
 				mo,
@@ -622,7 +624,8 @@ schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, Timestam
 
 		if (after < 0 && after % s->every_usecs != 0)
 			k--;
-		if (pg_mul_s64_overflow(k + 1, s->every_usecs, next))
+		if (pg_mul_s64_overflow(k + 1, s->every_usecs, next) ||
+			!IS_VALID_TIMESTAMP(*next))
 			return false;
 		return true;
 	}
@@ -632,7 +635,14 @@ schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, Timestam
 	if (after < 0 && after % USECS_PER_SEC != 0)
 		start--;
 	start++;
-	tm = pg_localtime(&start, tz);
+
+	/*
+	 * Search from the local time one second after that of start - 1, not
+	 * from the local time of start: when start ends a DST gap, the skipped
+	 * local times map to start and must be candidates.
+	 */
+	prev = start - 1;
+	tm = pg_localtime(&prev, tz);
 	if (tm == NULL)
 		return false;
 	y = tm->tm_year + 1900;
@@ -641,6 +651,16 @@ schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, Timestam
 	h = tm->tm_hour;
 	mi = tm->tm_min;
 	sec = tm->tm_sec;
+	if (++sec > 59)
+	{
+		sec = 0;
+		if (++mi > 59)
+		{
+			mi = 0;
+			if (++h > 23)
+				h = 0, d++;
+		}
+	}
 
 	for (int step = 0; step < CRON_MAX_STEPS; step++)
 	{

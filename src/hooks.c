@@ -80,6 +80,8 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 		SchedqDatabase *db;
 		pid_t		pid = 0;
 
+		bool		executors = false;
+
 		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 		db = schedq_database_slot(dboid, false);
 		if (db != NULL)
@@ -87,10 +89,19 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 			db->hold_until = until;
 			pid = db->pid;
 		}
+		/* its SQL executors are connected to it too */
+		for (int i = 0; i < SCHEDQ_MAX_EXECUTORS; i++)
+			if (schedq_shared->executors[i].dboid == dboid &&
+				schedq_shared->executors[i].pid != 0)
+			{
+				(void) kill(schedq_shared->executors[i].pid, SIGTERM);
+				executors = true;
+			}
 		LWLockRelease(schedq_shared->lock);
-		if (pid == 0 || GetCurrentTimestamp() >= give_up)
+		if ((pid == 0 && !executors) || GetCurrentTimestamp() >= give_up)
 			return;
-		(void) kill(pid, SIGTERM);
+		if (pid != 0)
+			(void) kill(pid, SIGTERM);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

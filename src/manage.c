@@ -104,6 +104,8 @@ schedq_cancel(PG_FUNCTION_ARGS)
 	status = manage_lock_task(&call, DatumGetInt64(id));
 	if (status != NULL && !manage_is_terminal(status))
 	{
+		if (strcmp(status, "running") == 0)
+			schedq_cancel_executor_at_commit(DatumGetInt64(id));
 		schedq_execute(
 			schedq_plan(&plan_cancel,
 						"UPDATE schedq.task"

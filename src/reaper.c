@@ -13,18 +13,43 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "schedq.h"
 #include "scheduler.h"
 #include "shmem.h"
+#include "wake.h"
 
 static SPIPlanPtr plan_expired = NULL;
 static SPIPlanPtr plan_retention = NULL;
+static SPIPlanPtr plan_extend = NULL;
+
+/*
+ * Is a live built-in executor of this database running this attempt?
+ */
+static bool
+reap_held_by_executor(int64 id, int32 attempt)
+{
+	bool		held = false;
+
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && !held; i++)
+	{
+		SchedqExecutor *e = &schedq_shared->executors[i];
+
+		held = e->dboid == MyDatabaseId && e->pid != 0 && e->task_id == id &&
+			e->attempt == attempt && kill(e->pid, 0) == 0;
+	}
+	LWLockRelease(schedq_shared->lock);
+	return held;
+}
 
 /*
  * One reaper pass at time `now`.  Returns how many attempts it took back;
@@ -59,12 +84,30 @@ schedq_reap_pass(TimestampTz now, bool *more)
 		bool		timed_out = DatumGetBool(SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull));
 
 		timed_out = timed_out && !isnull;
+		if (!timed_out && reap_held_by_executor(id, attempt))
+		{
+			/* a live executor is still running it: not a lost lease */
+			Datum		args[3] = { Int64GetDatum(id), Int32GetDatum(attempt), value };
+
+			schedq_execute(schedq_plan(&plan_extend,
+									   "UPDATE schedq.task"
+									   " SET lease_expires_at = least($3 + lease, deadline)"
+									   " WHERE id = $1 AND attempts = $2 AND status = 'running'",
+									   3, (Oid[]) { INT8OID, INT4OID, TIMESTAMPTZOID }),
+						   args, NULL, 0, SPI_OK_UPDATE);
+			continue;
+		}
 		if (strcmp(schedq_fail_attempt(id, attempt, timed_out ? "timeout" : "lease expired",
 									   -1, false), "stale") == 0)
 			continue;
+		/* an executor still at it (past its deadline) stops */
+		if (timed_out)
+			schedq_cancel_executor_at_commit(id);
 		reaped++;
 		schedq_count(timed_out ? METRIC_TASK_TIMEOUTS : METRIC_LEASE_EXPIRATIONS, 1);
 	}
+
+	(void) schedq_reap_runs();
 
 	if (schedq_retention_s >= 0)
 	{

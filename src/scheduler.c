@@ -48,6 +48,61 @@
 
 static SchedqDatabase *scheduler_slot = NULL;
 
+/* The SQL executors this scheduler keeps running (executor.c). */
+#define SCHEDULER_MAX_EXECUTORS 64
+static BackgroundWorkerHandle *executor_handles[SCHEDULER_MAX_EXECUTORS];
+static TimestampTz executor_stopped_at[SCHEDULER_MAX_EXECUTORS];
+
+/*
+ * Keep schedq.sql_workers executors running: start missing ones (one
+ * second after one stopped), stop extra ones after a reload lowered it.
+ */
+static void
+scheduler_keep_executors(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			want = Min(schedq_sql_workers, SCHEDULER_MAX_EXECUTORS);
+
+	for (int i = 0; i < SCHEDULER_MAX_EXECUTORS; i++)
+	{
+		pid_t		pid;
+
+		if (executor_handles[i] != NULL &&
+			GetBackgroundWorkerPid(executor_handles[i], &pid) == BGWH_STOPPED)
+		{
+			pfree(executor_handles[i]);
+			executor_handles[i] = NULL;
+			executor_stopped_at[i] = now;
+		}
+		if (i >= want && executor_handles[i] != NULL)
+			TerminateBackgroundWorker(executor_handles[i]);
+		if (i < want && executor_handles[i] == NULL &&
+			now >= executor_stopped_at[i] + USECS_PER_SEC)
+		{
+			BackgroundWorker worker = { 0 };
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+			worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+			worker.bgw_restart_time = BGW_NEVER_RESTART;	/* we restart it */
+			strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
+			strlcpy(worker.bgw_function_name, "schedq_executor_main", BGW_MAXLEN);
+			snprintf(worker.bgw_name, BGW_MAXLEN, "schedq sql executor %d for database %u",
+					 i + 1, MyDatabaseId);
+			strlcpy(worker.bgw_type, "schedq sql executor", BGW_MAXLEN);
+			worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+			memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
+			worker.bgw_notify_pid = MyProcPid;
+			if (!RegisterDynamicBackgroundWorker(&worker, &executor_handles[i]))
+			{
+				executor_handles[i] = NULL;
+				executor_stopped_at[i] = now;
+			}
+			MemoryContextSwitchTo(old);
+		}
+	}
+}
+
 static void
 scheduler_set_state(SchedqSchedulerState state)
 {
@@ -200,6 +255,7 @@ schedq_scheduler_main(Datum main_arg)
 			scheduler_set_state(SCHEDULER_DISABLED);
 		MemoryContextSwitchTo(loop_cxt);
 		MemoryContextReset(loop_cxt);
+		scheduler_keep_executors();
 
 		/* round up: waking a little early would find nothing due yet */
 		timeout_ms = more ? 0 : Max(1, (wake - GetCurrentTimestamp() + 999) / 1000);

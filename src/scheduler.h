@@ -17,6 +17,7 @@
 
 extern PGDLLEXPORT void schedq_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void schedq_scheduler_main(Datum main_arg);
+extern PGDLLEXPORT void schedq_executor_main(Datum main_arg);
 extern void schedq_register_launcher(void);
 
 /* Passes: inside a transaction, SPI connected, as a superuser. */
@@ -25,6 +26,7 @@ extern TimestampTz schedq_next_due(TimestampTz now);
 extern void schedq_unpark_all(void);
 extern int	schedq_reap_pass(TimestampTz now, bool *more);
 extern int	schedq_periodic_pass(TimestampTz now, bool *more);
+extern int	schedq_reap_runs(void);
 extern TimestampTz schedq_periodic_next_due(void);
 
 /* Utility hook: follow CREATE/DROP EXTENSION and DROP/RENAME DATABASE. */

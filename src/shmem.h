@@ -8,8 +8,10 @@
  *	  lock.  budget_generation is bumped after a set_budget commits.  Counters only
  *	  grow (scheduler_lag_ms is a gauge, written by whoever measured last);
  *	  key_generation is bumped after a key rotation commits.
- *	- launcher_pid, launcher_latch, databases[], waiters[]: the schedq
- *	  LWLock.  A database slot is created by the launcher or by the backend
+ *	- launcher_pid, launcher_latch, databases[], executors[], waiters[]:
+ *	  the schedq LWLock.  An executor slot is written by its executor and
+ *	  read by cancel (to interrupt its statement) and the reaper (to keep
+ *	  its lease).  A database slot is created by the launcher or by the backend
  *	  that runs CREATE EXTENSION; its scheduler fields are written by that
  *	  database's scheduler; a waiter slot is written by its own backend and
  *	  by whoever wakes it.
@@ -79,7 +81,20 @@ typedef struct SchedqWaiter
 	int			nqueues;		/* -1: every queue */
 	uint32		queues[SCHEDQ_WAITER_QUEUES];	/* hashes of queue names */
 	uint64		caps;			/* Bloom bits of the worker's capabilities */
+	uint64		needs;			/* Bloom bits a task must require (executors: sql) */
 } SchedqWaiter;
+
+/* Most SQL executors in the whole cluster. */
+#define SCHEDQ_MAX_EXECUTORS 128
+
+/* A built-in SQL executor, and the task it is running. */
+typedef struct SchedqExecutor
+{
+	Oid			dboid;			/* InvalidOid: slot is free */
+	pid_t		pid;
+	int64		task_id;		/* 0: not running a task */
+	int32		attempt;
+} SchedqExecutor;
 
 typedef struct SchedqSharedState
 {
@@ -91,6 +106,7 @@ typedef struct SchedqSharedState
 	pg_atomic_uint64 metrics[SCHEDQ_NUM_METRICS];
 	pg_atomic_uint32 nwaiters;
 	SchedqDatabase databases[SCHEDQ_MAX_DATABASES];
+	SchedqExecutor executors[SCHEDQ_MAX_EXECUTORS];
 	int			max_waiters;
 	SchedqWaiter waiters[FLEXIBLE_ARRAY_MEMBER];	/* by MyBackendId - 1 */
 } SchedqSharedState;

@@ -81,6 +81,7 @@ static SPIPlanPtr plan_missing_budget = NULL;
 static SPIPlanPtr plan_check_run = NULL;
 static SPIPlanPtr plan_check_deps = NULL;
 static SPIPlanPtr plan_mark_deps = NULL;
+static SPIPlanPtr plan_run_has_tasks = NULL;
 static SPIPlanPtr plan_many = NULL;
 static SPIPlanPtr plan_many_check = NULL;
 
@@ -284,6 +285,12 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 					errmsg("run " INT64_FORMAT " is already finished",
 						   DatumGetInt64(a->v[A_RUN_ID])),
 					errdetail("Its status is \"%s\".", status));
+		/* the run has a task now: the reaper may finish it once all end */
+		schedq_execute(schedq_plan(&plan_run_has_tasks,
+								   "UPDATE schedq.run SET has_tasks = true"
+								   " WHERE id = $1 AND NOT has_tasks",
+								   1, (Oid[]) { INT8OID }),
+					   &a->v[A_RUN_ID], NULL, 0, SPI_OK_UPDATE);
 	}
 
 	if (ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0)

@@ -11,7 +11,9 @@
  *	  event: set the latch of this database's scheduler, so that it
  *	  promotes at once instead of at its next fallback poll;
  *	- a task made available (submit fast path, retry, promotion, resumed
- *	  queue): wake claims waiting in claim(wait => ...).
+ *	  queue): wake claims waiting in claim(wait => ...);
+ *	- a running task canceled (cancel, cancel_run, a halted run): interrupt
+ *	  the statement of the built-in executor running it (SIGINT).
  *
  * A waiting claim registers itself in waiters[] (shmem.h) with its
  * database, the hashes of its queue filter and Bloom bits of its
@@ -27,6 +29,7 @@
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include <signal.h>
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -52,6 +55,9 @@ static bool wake_budgets = false;
 static int	wake_ntasks = 0;
 static WakeTask wake_tasks[WAKE_MAX_TASKS];
 static bool waiter_registered = false;
+static int	cancel_ntasks = 0;
+static int64 cancel_tasks[WAKE_MAX_TASKS];
+static bool cancel_overflow = false;
 
 static uint32
 wake_hash_name(const char *name, int len)
@@ -100,7 +106,8 @@ wake_claimers(void)
 			if (w->dboid != MyDatabaseId || w->woken)
 				continue;
 			match = wake_everyone;
-			if (!match && (wake_tasks[t].caps & ~w->caps) == 0)
+			if (!match && (wake_tasks[t].caps & ~w->caps) == 0 &&
+				(w->needs & ~wake_tasks[t].caps) == 0)
 			{
 				match = w->nqueues < 0;
 				for (int q = 0; q < w->nqueues && !match; q++)
@@ -132,6 +139,29 @@ schedq_wake_scheduler_now(Oid dboid)
 	LWLockRelease(schedq_shared->lock);
 }
 
+/*
+ * Interrupt the statement of every executor of this database running one
+ * of the noted tasks (all of them, if more were noted than remembered).
+ */
+static void
+wake_cancel_executors(void)
+{
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS; i++)
+	{
+		SchedqExecutor *e = &schedq_shared->executors[i];
+		bool		hit = cancel_overflow && e->task_id != 0;
+
+		if (e->dboid != MyDatabaseId || e->pid == 0)
+			continue;
+		for (int t = 0; t < cancel_ntasks && !hit; t++)
+			hit = e->task_id == cancel_tasks[t];
+		if (hit)
+			(void) kill(e->pid, SIGINT);
+	}
+	LWLockRelease(schedq_shared->lock);
+}
+
 static void
 wake_reset(void)
 {
@@ -139,6 +169,8 @@ wake_reset(void)
 	wake_everyone = false;
 	wake_budgets = false;
 	wake_ntasks = 0;
+	cancel_ntasks = 0;
+	cancel_overflow = false;
 }
 
 static void
@@ -150,6 +182,8 @@ wake_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			if (wake_scheduler)
 				schedq_wake_scheduler_now(MyDatabaseId);
+			if (cancel_ntasks > 0 || cancel_overflow)
+				wake_cancel_executors();
 			if (wake_budgets)
 				pg_atomic_fetch_add_u64(&schedq_shared->budget_generation, 1);
 			if (wake_everyone || wake_ntasks > 0)
@@ -224,11 +258,12 @@ wake_waiter_exit(int code, Datum arg)
 
 /*
  * Register this backend as a claim waiting for tasks of these queues
- * (NULL: every queue) that need no capability outside caps.  Registering
- * again just clears the woken flag.
+ * (NULL: every queue) that need no capability outside caps -- and, with
+ * only_needing_caps (the SQL executors), only for tasks that require all
+ * of them.  Registering again just clears the woken flag.
  */
 void
-schedq_waiter_register(ArrayType *queues, ArrayType *caps)
+schedq_waiter_register(ArrayType *queues, ArrayType *caps, bool only_needing_caps)
 {
 	SchedqWaiter *w = &schedq_shared->waiters[MyBackendId - 1];
 	static bool exit_callback = false;
@@ -255,6 +290,7 @@ schedq_waiter_register(ArrayType *queues, ArrayType *caps)
 			w->queues[i] = wake_hash_name(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 		}
 		w->caps = wake_caps_bits(caps);
+		w->needs = only_needing_caps ? w->caps : 0;
 		w->latch = MyLatch;
 		w->dboid = MyDatabaseId;
 		pg_atomic_fetch_add_u32(&schedq_shared->nwaiters, 1);
@@ -292,4 +328,18 @@ schedq_budgets_changed_at_commit(void)
 {
 	wake_register_callback();
 	wake_budgets = true;
+}
+
+/*
+ * After commit, interrupt the statement of the executor running this task
+ * (it was canceled while running).
+ */
+void
+schedq_cancel_executor_at_commit(int64 task_id)
+{
+	wake_register_callback();
+	if (cancel_ntasks < WAKE_MAX_TASKS)
+		cancel_tasks[cancel_ntasks++] = task_id;
+	else
+		cancel_overflow = true;
 }

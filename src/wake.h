@@ -14,8 +14,10 @@ extern void schedq_wake_claimers_at_commit(const char *queue, ArrayType *require
 extern void schedq_wake_all_claimers_at_commit(void);
 extern void schedq_wake_scheduler_now(Oid dboid);
 extern void schedq_budgets_changed_at_commit(void);
+extern void schedq_cancel_executor_at_commit(int64 task_id);
 
-extern void schedq_waiter_register(ArrayType *queues, ArrayType *caps);
+extern void schedq_waiter_register(ArrayType *queues, ArrayType *caps,
+								   bool only_needing_caps);
 extern void schedq_waiter_unregister(void);
 
 #endif							/* SCHEDQ_WAKE_H */

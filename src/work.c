@@ -39,7 +39,7 @@
 #define BACKOFF_BASE_USECS USECS_PER_SEC
 #define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
 
-static SPIPlanPtr plan_candidates[3];
+static SPIPlanPtr plan_candidates[4];
 static SPIPlanPtr plan_admit_budgets = NULL;
 static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
@@ -53,7 +53,8 @@ typedef enum ClaimQueueFilter
 {
 	CLAIM_ALL_QUEUES,
 	CLAIM_ONE_QUEUE,
-	CLAIM_SOME_QUEUES
+	CLAIM_SOME_QUEUES,
+	CLAIM_SQL_TASKS				/* the built-in executor: SQL tasks only */
 } ClaimQueueFilter;
 
 /*
@@ -90,11 +91,13 @@ typedef enum ClaimQueueFilter
 #define CLAIM_ALL_SQL " AND $2::text[] IS NULL"
 #define CLAIM_ONE_SQL " AND t.queue = ($2::text[])[1]"
 #define CLAIM_SOME_SQL " AND t.queue = ANY ($2::text[])"
+#define CLAIM_SQL_ONLY " AND $2::text[] IS NULL AND t.kind = 'sql' AND 'sql' = ANY (t.required_caps)"
 
-static const char *const claim_candidate_sql[3] = {
+static const char *const claim_candidate_sql[4] = {
 	CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_BUDGET_FILTER),
 	CLAIM_CANDIDATES(CLAIM_ONE_SQL, CLAIM_BUDGET_FILTER),
 	CLAIM_CANDIDATES(CLAIM_SOME_SQL, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_SQL_ONLY, CLAIM_BUDGET_FILTER),
 };
 
 /* Whether this database has budgets, as of budget_generation. */
@@ -193,15 +196,17 @@ static const Oid claim_types[] = { INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID,
  * key whatever the planner guesses of the CTE's size.
  */
 #define CLAIM_FROM_CTE " WHERE t.id = ANY (ARRAY(SELECT c.id FROM c))"
-static const char *const claim_direct_sql[3] = {
+static const char *const claim_direct_sql[4] = {
 	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ALL_SQL, "") ")"
 	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
 	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ONE_SQL, "") ")"
 	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
 	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SOME_SQL, "") ")"
 	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SQL_ONLY, "") ")"
+	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
 };
-static SPIPlanPtr plan_direct[3];
+static SPIPlanPtr plan_direct[4];
 
 /*
  * Claim order of two returned rows: priority DESC, run_at, id.
@@ -351,7 +356,7 @@ claim_wait(ClaimArgs *args)
 
 			schedq_waiter_register(args->queues == (Datum) 0 ? NULL :
 								   DatumGetArrayTypeP(args->queues),
-								   DatumGetArrayTypeP(args->caps));
+								   DatumGetArrayTypeP(args->caps), false);
 			taken = claim_once(args);
 			if (taken > 0)
 				break;
@@ -370,6 +375,37 @@ claim_wait(ClaimArgs *args)
 	}
 	PG_END_TRY();
 	return taken;
+}
+
+PG_FUNCTION_INFO_V1(schedq_claim_sql);
+
+/*
+ * schedq._claim_sql(worker): claim one SQL task (kind 'sql', requiring
+ * the capability 'sql') for the built-in executor.  Ordinary claims with
+ * caps => '{sql}' would also take tasks that need no capability.
+ */
+Datum
+schedq_claim_sql(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	ClaimArgs	args;
+	Datum		sql = CStringGetTextDatum("sql");
+
+	memset(&args, 0, sizeof(args));
+	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	args.call = &call;
+	args.worker = PG_GETARG_DATUM(0);
+	args.caps = PointerGetDatum(construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
+	args.n = 1;
+	args.lease = palloc0(sizeof(Interval));
+	args.lease->time = (int64) schedq_default_lease_s * USECS_PER_SEC;
+	args.filter = CLAIM_SQL_TASKS;
+
+	InitMaterializedSRF(fcinfo, 0);
+	schedq_call_begin(&call);
+	(void) claim_once(&args);
+	schedq_call_end(&call);
+	return (Datum) 0;
 }
 
 PG_FUNCTION_INFO_V1(schedq_claim);

@@ -1,0 +1,347 @@
+/*-------------------------------------------------------------------------
+ * executor.c
+ *	  The built-in SQL executors: a pool of schedq.sql_workers background
+ *	  workers per database, started and kept at strength by that
+ *	  database's scheduler, running the tasks of submit_sql and
+ *	  schedule_sql.
+ *
+ * An executor claims through the same schedq.claim as any worker, with
+ * the capability 'sql' that only it presents.  Each task runs in its own
+ * transaction, as the task's owner with that role's privileges and no
+ * more: the executor switches its user id to the owner for the statement,
+ * in a security-restricted operation (as REFRESH MATERIALIZED VIEW runs
+ * as the view's owner), so the command can neither SET ROLE nor SET
+ * SESSION AUTHORIZATION back to the executor's superuser.  The task's
+ * timeout arms the statement timeout timer, which the command cannot lift.  The command and complete() commit
+ * together; on error the transaction rolls back and fail() records the
+ * error, retrying per the task's policy.  An owner that was dropped or
+ * lost LOGIN fails the task for good.
+ *
+ * The executor publishes the task it runs in shared memory: cancel() of
+ * that task interrupts the statement (SIGINT after its commit), and the
+ * reaper extends its lease instead of taking it back while the executor
+ * lives.  A crash restarts the cluster, clearing that slot, so the reaper
+ * then takes the attempt back when the lease expires: a task is never run
+ * twice at once.
+ *
+ * Commands run inside a transaction, like a function body: statements
+ * that cannot (VACUUM, CREATE INDEX CONCURRENTLY, ...) fail with
+ * PostgreSQL's own error.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "schedq.h"
+#include "scheduler.h"
+#include "shmem.h"
+#include "wake.h"
+
+static SchedqExecutor *executor_slot = NULL;
+
+/* A claimed SQL task. */
+typedef struct ExecutorTask
+{
+	int64		id;
+	int32		attempt;
+	char	   *token;
+	char	   *command;
+	Oid			owner;
+	int64		timeout_ms;		/* 0: none */
+} ExecutorTask;
+
+static void
+executor_exit(int code, Datum arg)
+{
+	if (executor_slot == NULL)
+		return;
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	if (executor_slot->pid == MyProcPid)
+		memset(executor_slot, 0, sizeof(*executor_slot));
+	LWLockRelease(schedq_shared->lock);
+}
+
+static void
+executor_publish(int64 task_id, int32 attempt)
+{
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	executor_slot->task_id = task_id;
+	executor_slot->attempt = attempt;
+	LWLockRelease(schedq_shared->lock);
+	/* a cancel aimed at the task before this one is moot now */
+	if (task_id == 0)
+		QueryCancelPending = false;
+}
+
+static void
+executor_begin(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+executor_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Claim one SQL task.  Returns false when there is none.
+ */
+static bool
+executor_claim(const char *worker, ExecutorTask *task)
+{
+	Datum		arg = CStringGetTextDatum(worker);
+	bool		found;
+
+	executor_begin("schedq sql executor: claiming");
+	if (!OidIsValid(get_extension_oid("schedq", true)))
+		proc_exit(0);
+	if (SPI_execute_with_args("SELECT c.id, c.attempt, c.token, c.payload->>'command',"
+							  "  t.owner::oid, extract(epoch FROM t.timeout) * 1000"
+							  " FROM schedq._claim_sql($1) c"
+							  " JOIN schedq.task t ON t.id = c.id",
+							  1, (Oid[]) { TEXTOID }, &arg, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		char	   *ms;
+
+		task->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		task->attempt = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		task->token = pstrdup(SPI_getvalue(tuple, desc, 3));
+		task->command = SPI_getvalue(tuple, desc, 4);
+		task->command = pstrdup(task->command ? task->command : "");
+		task->owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
+		ms = SPI_getvalue(tuple, desc, 6);
+		task->timeout_ms = ms ? (int64) strtod(ms, NULL) : 0;
+		MemoryContextSwitchTo(old);
+	}
+	executor_commit();
+	return found;
+}
+
+/*
+ * Record the end of an attempt: complete(token, result), or fail(token,
+ * error, permanent).
+ */
+static void
+executor_report(ExecutorTask *task, const char *error, bool permanent, int64 rows)
+{
+	if (error == NULL)
+	{
+		Datum		args[2] = { CStringGetTextDatum(task->token), Int64GetDatum(rows) };
+
+		if (SPI_execute_with_args("SELECT schedq.complete($1, jsonb_build_object('rows', $2))",
+								  2, (Oid[]) { TEXTOID, INT8OID }, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not complete");
+	}
+	else
+	{
+		Datum		args[3] = { CStringGetTextDatum(task->token), CStringGetTextDatum(error),
+		BoolGetDatum(permanent) };
+
+		if (SPI_execute_with_args("SELECT schedq.fail($1, $2, permanent => $3)",
+								  3, (Oid[]) { TEXTOID, TEXTOID, BOOLOID }, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not fail");
+	}
+}
+
+/*
+ * Why the owner cannot run its task, or NULL.
+ */
+static char *
+executor_owner_problem(Oid owner)
+{
+	HeapTuple	tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
+	char	   *problem = NULL;
+
+	if (!HeapTupleIsValid(tuple))
+		return psprintf("the role that submitted the task (OID %u) no longer exists", owner);
+	if (!((Form_pg_authid) GETSTRUCT(tuple))->rolcanlogin)
+		problem = psprintf("role \"%s\" that submitted the task is not permitted to log in",
+						   NameStr(((Form_pg_authid) GETSTRUCT(tuple))->rolname));
+	ReleaseSysCache(tuple);
+	return problem;
+}
+
+/*
+ * Run a claimed task as its owner, and record the outcome.
+ */
+static void
+executor_run(ExecutorTask *task)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *error = NULL;
+	bool		permanent = false;
+	int64		rows = 0;
+
+	executor_publish(task->id, task->attempt);
+	executor_begin(task->command);
+	PG_TRY();
+	{
+		char	   *problem = executor_owner_problem(task->owner);
+		Oid			save_userid;
+		int			save_sec;
+
+		if (problem != NULL)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+					errmsg("%s", problem));
+		/*
+		 * The task's timeout, as statement_timeout.  SPI does not arm that
+		 * timer (the top-level query loop does), so arm it here; the
+		 * command cannot lift it with SET.
+		 */
+		if (task->timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(task->timeout_ms, (int64) INT_MAX));
+		GetUserIdAndSecContext(&save_userid, &save_sec);
+		SetUserIdAndSecContext(task->owner,
+							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		if (SPI_execute(task->command, false, 0) < 0)
+			elog(ERROR, "could not run the command");
+		rows = (int64) SPI_processed;
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		SetUserIdAndSecContext(save_userid, save_sec);
+		executor_publish(0, 0);
+		executor_report(task, NULL, false, rows);
+		executor_commit();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		AbortCurrentTransaction();
+		error = edata->message;
+		/* a role problem will not go away by retrying */
+		permanent = edata->sqlerrcode == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
+	}
+	PG_END_TRY();
+
+	if (error != NULL)
+	{
+		executor_publish(0, 0);
+		executor_begin("schedq sql executor: recording an error");
+		executor_report(task, error, permanent, 0);
+		executor_commit();
+	}
+}
+
+/*
+ * Main of an executor; main_arg is the database OID, bgw_extra holds the
+ * scheduler's pid: an executor leaves when its scheduler is gone.
+ */
+void
+schedq_executor_main(Datum main_arg)
+{
+	Oid			dboid = DatumGetObjectId(main_arg);
+	pid_t		scheduler_pid;
+	char	   *worker;
+	ArrayType  *caps;
+	Datum		sql = CStringGetTextDatum("sql");
+
+	memcpy(&scheduler_pid, MyBgworkerEntry->bgw_extra, sizeof(pid_t));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, StatementCancelHandler);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("schedq sql executor");
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && executor_slot == NULL; i++)
+		if (schedq_shared->executors[i].pid == 0)
+		{
+			executor_slot = &schedq_shared->executors[i];
+			memset(executor_slot, 0, sizeof(*executor_slot));
+			executor_slot->dboid = dboid;
+			executor_slot->pid = MyProcPid;
+		}
+	LWLockRelease(schedq_shared->lock);
+	if (executor_slot == NULL)
+		ereport(ERROR,
+				errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("schedq supports at most %d SQL executors", SCHEDQ_MAX_EXECUTORS));
+	before_shmem_exit(executor_exit, (Datum) 0);
+
+	worker = MemoryContextStrdup(TopMemoryContext,
+								 psprintf("schedq sql executor %d", MyProcPid));
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		caps = construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT);
+		MemoryContextSwitchTo(old);
+	}
+
+	for (;;)
+	{
+		ExecutorTask task;
+		SchedqDatabase *db;
+		bool		orphan;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		LWLockAcquire(schedq_shared->lock, LW_SHARED);
+		db = schedq_database_slot(dboid, false);
+		orphan = db == NULL || db->pid != scheduler_pid;
+		LWLockRelease(schedq_shared->lock);
+		if (orphan)
+			proc_exit(0);		/* the scheduler that started us is gone */
+
+		/* register before looking, so that a task made available after the look wakes us */
+		schedq_waiter_register(NULL, caps, true);
+		if (schedq_enabled && executor_claim(worker, &task))
+		{
+			schedq_waiter_unregister();
+			executor_run(&task);
+			continue;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 schedq_promote_interval_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

@@ -1,0 +1,296 @@
+/*-------------------------------------------------------------------------
+ * run.c
+ *	  Workflows: create_run, cancel_run, the trigger that applies a run's
+ *	  failure policy and finishes it, and the reaper's sweep for runs left
+ *	  running.
+ *
+ * A task of a run that ends fires schedq._run_event() (an AFTER UPDATE
+ * trigger on schedq.task, for that transition only), which:
+ *	- locks the run row, so the ends of a run's tasks are judged one at a
+ *	  time, each seeing the others' committed states;
+ *	- when the task failed for good or was canceled: under 'halt' cancels
+ *	  every live task of the run; under 'continue' skips its transitive
+ *	  dependents (found through task_depends_on_idx, never by scanning the
+ *	  run); either way the run can no longer end 'done' (had_failure);
+ *	- finishes the run when no live task is left: 'failed' if anything
+ *	  failed, was canceled or skipped, else 'done'.  cancel_run marks the
+ *	  run 'canceled' first, so the triggers of the tasks it cancels find it
+ *	  finished and do nothing.
+ * A crash between the last task's end and that trigger cannot happen (same
+ * transaction), but a run can still be left running (say, by a trigger
+ * disabled by hand); the reaper finishes such runs.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+#include "schedq.h"
+#include "scheduler.h"
+#include "shmem.h"
+#include "wake.h"
+
+static SPIPlanPtr plan_create = NULL;
+static SPIPlanPtr plan_lock_run = NULL;
+static SPIPlanPtr plan_mark_failure = NULL;
+static SPIPlanPtr plan_halt = NULL;
+static SPIPlanPtr plan_skip = NULL;
+static SPIPlanPtr plan_any_live = NULL;
+static SPIPlanPtr plan_finish = NULL;
+static SPIPlanPtr plan_cancel_run = NULL;
+static SPIPlanPtr plan_cancel_tasks = NULL;
+static SPIPlanPtr plan_orphans = NULL;
+
+/*
+ * Note every task a statement canceled that was running, so that an
+ * executor running it has its statement canceled after commit.
+ */
+static void
+run_note_canceled(int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+		bool		was_running = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (was_running)
+			schedq_cancel_executor_at_commit(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+																		 SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+}
+
+PG_FUNCTION_INFO_V1(schedq_create_run);
+
+/*
+ * schedq.create_run(name, failure_policy): a new run, owned by the caller.
+ */
+Datum
+schedq_create_run(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	Datum		values[3];
+	char		nulls[3] = { PG_ARGISNULL(0) ? 'n' : ' ', ' ', ' ' };
+	char	   *policy;
+	bool		isnull;
+	int64		id;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("failure_policy must not be null"));
+	policy = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (strcmp(policy, "halt") != 0 && strcmp(policy, "continue") != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("invalid failure_policy \"%s\"", policy),
+				errhint("The policies are \"halt\" and \"continue\"."));
+	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+
+	schedq_call_begin(&call);
+	values[2] = ObjectIdGetDatum(call.caller);
+	schedq_execute(schedq_plan(&plan_create,
+							   "INSERT INTO schedq.run (name, failure_policy, owner)"
+							   " VALUES ($1, $2, $3::regrole) RETURNING id",
+							   3, (Oid[]) { TEXTOID, TEXTOID, OIDOID }),
+				   values, nulls, 0, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_call_end(&call);
+	PG_RETURN_INT64(id);
+}
+
+PG_FUNCTION_INFO_V1(schedq_cancel_run);
+
+/*
+ * schedq.cancel_run(run_id): cancel the run and every unfinished task of
+ * it.  False, changing nothing, when the run is already finished.
+ */
+Datum
+schedq_cancel_run(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	Datum		id;
+	bool		canceled = false;
+	bool		isnull;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("run_id must not be null"));
+	id = PG_GETARG_DATUM(0);
+
+	schedq_call_begin(&call);
+	if (schedq_execute(schedq_plan(&plan_lock_run,
+								   "SELECT status, failure_policy, owner::oid FROM schedq.run"
+								   " WHERE id = $1 FOR UPDATE",
+								   1, (Oid[]) { INT8OID }),
+					   &id, NULL, 0, SPI_OK_SELECT) > 0)
+	{
+		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 3, &isnull));
+
+		if (!schedq_caller_acts_for(&call, owner))
+			ereport(ERROR,
+					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied for run " INT64_FORMAT, DatumGetInt64(id)));
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "running") == 0)
+		{
+			schedq_execute(schedq_plan(&plan_cancel_run,
+									   "UPDATE schedq.run SET status = 'canceled',"
+									   " finished_at = now() WHERE id = $1",
+									   1, (Oid[]) { INT8OID }),
+						   &id, NULL, 0, SPI_OK_UPDATE);
+			run_note_canceled(
+				schedq_execute(schedq_plan(&plan_cancel_tasks,
+										   "UPDATE schedq.task t SET status = 'canceled',"
+										   "  finished_at = now()"
+										   " FROM (SELECT id, status FROM schedq.task"
+										   "       WHERE run_id = $1"
+										   "         AND status IN ('pending', 'available', 'running')"
+										   "       FOR UPDATE) o"
+										   " WHERE t.id = o.id"
+										   " RETURNING t.id, o.status = 'running'",
+										   1, (Oid[]) { INT8OID }),
+							   &id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+			schedq_count(METRIC_RUNS_FINISHED, 1);
+			canceled = true;
+		}
+	}
+	schedq_call_end(&call);
+	PG_RETURN_BOOL(canceled);
+}
+
+/*
+ * Finish a run if no live task of it is left.  The run row is locked.
+ */
+static void
+run_finish_if_done(Datum run_id)
+{
+	if (schedq_execute(schedq_plan(&plan_any_live,
+								   "SELECT FROM schedq.task WHERE run_id = $1"
+								   " AND status IN ('pending', 'available', 'running') LIMIT 1",
+								   1, (Oid[]) { INT8OID }),
+					   &run_id, NULL, 1, SPI_OK_SELECT) > 0)
+		return;
+	if (schedq_execute(schedq_plan(&plan_finish,
+								   "UPDATE schedq.run SET finished_at = now(),"
+								   " status = CASE WHEN had_failure THEN 'failed' ELSE 'done' END"
+								   " WHERE id = $1 AND status = 'running'",
+								   1, (Oid[]) { INT8OID }),
+					   &run_id, NULL, 0, SPI_OK_UPDATE) > 0)
+		schedq_count(METRIC_RUNS_FINISHED, 1);
+}
+
+PG_FUNCTION_INFO_V1(schedq_run_event_trigger);
+
+/*
+ * AFTER UPDATE trigger on schedq.task: a task of a run ended (the WHEN
+ * clause says which rows).  See the file header.
+ */
+Datum
+schedq_run_event_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	HeapTuple	tuple;
+	bool		isnull;
+	Datum		run_id;
+	Datum		task_id;
+	char	   *status;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "schedq._run_event() must be called as a trigger");
+	desc = trigdata->tg_relation->rd_att;
+	tuple = trigdata->tg_newtuple;
+	run_id = heap_getattr(tuple, SPI_fnumber(desc, "run_id"), desc, &isnull);
+	task_id = heap_getattr(tuple, SPI_fnumber(desc, "id"), desc, &isnull);
+	status = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "status"));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (schedq_execute(schedq_plan(&plan_lock_run,
+								   "SELECT status, failure_policy, owner::oid FROM schedq.run"
+								   " WHERE id = $1 FOR UPDATE",
+								   1, (Oid[]) { INT8OID }),
+					   &run_id, NULL, 0, SPI_OK_SELECT) > 0 &&
+		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "running") == 0)
+	{
+		char	   *policy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+		if (strcmp(status, "done") != 0)
+			schedq_execute(schedq_plan(&plan_mark_failure,
+									   "UPDATE schedq.run SET had_failure = true"
+									   " WHERE id = $1 AND NOT had_failure",
+									   1, (Oid[]) { INT8OID }),
+						   &run_id, NULL, 0, SPI_OK_UPDATE);
+		if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
+		{
+			if (strcmp(policy, "halt") == 0)
+				run_note_canceled(
+					schedq_execute(schedq_plan(&plan_halt,
+											   "UPDATE schedq.task t SET status = 'canceled',"
+											   "  finished_at = now()"
+											   " FROM (SELECT id, status FROM schedq.task"
+											   "       WHERE run_id = $1"
+											   "         AND status IN ('pending', 'available', 'running')"
+											   "       FOR UPDATE) o"
+											   " WHERE t.id = o.id"
+											   " RETURNING t.id, o.status = 'running'",
+											   1, (Oid[]) { INT8OID }),
+								   &run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+			else
+			{
+				Datum		values[2] = { run_id, task_id };
+
+				/* the transitive dependents, through the GIN index */
+				schedq_execute(schedq_plan(&plan_skip,
+										   "WITH RECURSIVE d(id) AS ("
+										   "  SELECT t.id FROM schedq.task t"
+										   "  WHERE t.depends_on @> ARRAY[$2::bigint]"
+										   "    AND t.depends_on <> '{}' AND t.run_id = $1"
+										   "  UNION"
+										   "  SELECT t.id FROM d, schedq.task t"
+										   "  WHERE t.depends_on @> ARRAY[d.id]"
+										   "    AND t.depends_on <> '{}' AND t.run_id = $1)"
+										   " UPDATE schedq.task SET status = 'skipped',"
+										   "   finished_at = now()"
+										   " WHERE id IN (SELECT id FROM d)"
+										   "   AND status IN ('pending', 'available', 'running')",
+										   2, (Oid[]) { INT8OID, INT8OID }),
+							   values, NULL, 0, SPI_OK_UPDATE);
+			}
+		}
+		run_finish_if_done(run_id);
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * The reaper's sweep: finish runs left running whose tasks have all
+ * ended.  Returns how many.
+ */
+int
+schedq_reap_runs(void)
+{
+	int			n;
+
+	n = schedq_execute(schedq_plan(&plan_orphans,
+								   "UPDATE schedq.run r SET finished_at = now(),"
+								   " status = CASE WHEN r.had_failure THEN 'failed' ELSE 'done' END"
+								   " WHERE r.id IN (SELECT o.id FROM schedq.run o"
+								   "   WHERE o.status = 'running' AND o.has_tasks"
+								   "     AND NOT EXISTS (SELECT FROM schedq.task t WHERE t.run_id = o.id"
+								   "       AND t.status IN ('pending', 'available', 'running'))"
+								   "   LIMIT 100 FOR UPDATE SKIP LOCKED)",
+								   0, NULL),
+					   NULL, NULL, 0, SPI_OK_UPDATE);
+	schedq_count(METRIC_ORPHAN_RUNS_REAPED, n);
+	schedq_count(METRIC_RUNS_FINISHED, n);
+	return n;
+}
