@@ -87,6 +87,26 @@ RESET ROLE;
 SELECT count(*) FROM pg_proc
  WHERE pronamespace = 'schedq'::regnamespace AND prosecdef;
 
+-- Runs and schedules belong to their creators too.
+GRANT EXECUTE ON FUNCTION schedq.create_run, schedq.cancel_run, schedq.schedule,
+	schedq.schedule_sql, schedq.unschedule TO regress_schedq_app, regress_schedq_other;
+GRANT SELECT ON schedq.periodic TO regress_schedq_app, regress_schedq_other;
+SET ROLE regress_schedq_app;
+SELECT schedq.create_run('app-run') AS app_run \gset
+SELECT schedq.schedule('app-nightly', '@daily', 'report');
+SELECT schedq.schedule_sql('app-sql', '@hourly', 'SELECT 1');
+SELECT name, owner FROM schedq.periodic ORDER BY name;
+SET ROLE regress_schedq_other;
+SELECT count(*) AS visible_schedules FROM schedq.periodic;
+SELECT pg_temp.err(format('SELECT schedq.cancel_run(%s)', :app_run));
+SELECT pg_temp.err(format('SELECT schedq.submit(%L, run_id => %s)', 'sneak', :app_run));
+SELECT pg_temp.err($$SELECT schedq.unschedule('app-nightly')$$);
+SELECT pg_temp.err($$SELECT schedq.schedule('app-sql', '@hourly', 'mine')$$);
+SELECT pg_temp.err($$SELECT schedq.schedule_sql('app-sql', '@hourly', 'DROP TABLE x')$$);
+RESET ROLE;
+SELECT name, owner, payload FROM schedq.periodic ORDER BY name;
+SELECT status FROM schedq.run WHERE id = :app_run;
+
 -- A hostile search_path cannot hijack the functions' queries: an
 -- operator or a function that shadows pg_catalog's is never used, even
 -- when the caller puts its schema first.

@@ -287,6 +287,12 @@ schedq_executor_main(Datum main_arg)
 	pgstat_report_appname("schedq sql executor");
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * In a deadlock with a user's command (DROP EXTENSION while a pass
+	 * runs, say), this worker should be the one to give up: it checks
+	 * first, aborts, and is started again.
+	 */
+	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && executor_slot == NULL; i++)

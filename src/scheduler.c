@@ -186,6 +186,12 @@ schedq_scheduler_main(Datum main_arg)
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	/* Its queries are short; JIT would only cost (see the README). */
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * In a deadlock with a user's command (DROP EXTENSION while a pass
+	 * runs, say), this worker should be the one to give up: it checks
+	 * first, aborts, and is started again.
+	 */
+	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	scheduler_slot = schedq_database_slot(dboid, true);

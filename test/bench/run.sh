@@ -33,8 +33,9 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-BINDIR=$("$PG_CONFIG" --bindir)
+BENCH_NAME=bench
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 DURATION=${BENCH_SECONDS:-10}
 CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
@@ -45,61 +46,16 @@ LOAD_SESSIONS=$(nproc 2>/dev/null || echo 2)
 ((LOAD_SESSIONS <= 4)) || LOAD_SESSIONS=4
 DB=bench
 
-die() { echo "bench: $*" >&2; exit 1; }
-log() { printf '  %s\n' "$*" >&2; }
-calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
-
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS must be a positive integer, not '$DURATION'"
 for c in $CLIENTS; do
 	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must list positive integers, not '$CLIENTS'"
 done
-for f in initdb pg_ctl psql pgbench; do
-	[[ -x $BINDIR/$f ]] || die "$BINDIR/$f not found (PG_CONFIG=$PG_CONFIG)"
-done
-[[ -f $("$PG_CONFIG" --sharedir)/extension/schedq.control ]] ||
-	die "schedq is not installed for $PG_CONFIG; run 'make install' (or 'make bench')"
+bench_check_tools initdb pg_ctl psql pgbench
 
 # ---------------------------------------------------------------------------
-# Throwaway server
+# Throwaway server (lib.sh)
 # ---------------------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/schedq-bench.XXXXXX")
-PGDATA_DIR=$TMP/data
-STARTED=0
-if [[ $(id -u) == 0 ]]; then
-	RUNAS=(runuser -u postgres --)
-	chown postgres: "$TMP"
-else
-	RUNAS=()
-fi
-as_pg() { "${RUNAS[@]}" "$@"; }
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [[ $STARTED == 1 ]]; then
-		as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 ||
-			echo "bench: could not stop the server in $PGDATA_DIR" >&2
-	fi
-	rm -rf "$TMP"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# A TCP port nobody listens on (the server also binds 127.0.0.1).
-pick_port() {
-	local p i
-	for i in $(seq 1 100); do
-		p=$((40000 + RANDOM % 20000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
-			[[ ! -e $TMP/.s.PGSQL.$p ]]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-PORT=$(pick_port) || die "no free port found"
+bench_init
 
 # The scripts are copied into the temp dir: the postgres OS user need not be
 # able to read the checkout.
@@ -107,28 +63,8 @@ cp "$HERE"/*.sql "$TMP"/
 chmod 0644 "$TMP"/*.sql
 [[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP"/*.sql
 
-echo "bench: starting a throwaway server in $TMP (port $PORT)" >&2
-as_pg "$BINDIR/initdb" -D "$PGDATA_DIR" -U postgres -A trust -E UTF8 --locale=C -N \
-	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
-cat >>"$PGDATA_DIR/postgresql.conf" <<EOF
-
-# --- schedq benchmark ---
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$TMP'
-shared_preload_libraries = 'schedq'
-max_connections = 100
-max_worker_processes = 32
-synchronous_commit = $SYNC_COMMIT
-$EXTRA_CONF
-EOF
-if ! as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$TMP/server.log" -w -t 60 start >/dev/null; then
-	tail -n 30 "$TMP/server.log" >&2 || true
-	die "the server did not start"
-fi
-STARTED=1
-
-psql_q() { as_pg "$BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d "$DB" "$@"; }
+bench_start_server "synchronous_commit = $SYNC_COMMIT
+$EXTRA_CONF"
 
 as_pg "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d postgres \
 	-c "CREATE DATABASE $DB" >/dev/null
@@ -314,6 +250,8 @@ run_one() {
 		"$sys" "$var" "$c" "${RATE[$key]}" "$lat" "${CHECK[$key]}")"
 }
 
+loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
+LOAD_START=$(loadavg)
 T_START=$(date +%s)
 for var in A B; do
 	for c in $CLIENTS; do
@@ -322,6 +260,7 @@ for var in A B; do
 	done
 done
 T_END=$(date +%s)
+LOAD_END=$(loadavg)
 
 # ---------------------------------------------------------------------------
 # Report
@@ -360,7 +299,8 @@ report() {
 		done
 	done
 	echo
-	echo "  total wall time $((T_END - T_START)) s"
+	echo "  total wall time $((T_END - T_START)) s; 1-minute load average before the runs $LOAD_START, after $LOAD_END"
+	echo "  (a load well above 0 before the runs means other work on the machine skewed the numbers)"
 }
 
 echo >&2
