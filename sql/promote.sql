@@ -111,6 +111,25 @@ SELECT schedq.submit('z', queue => 'z', concurrency_key => 'zero');
 SELECT schedq._promote_once();
 SELECT * FROM pg_temp.state('z');
 
+-- A freed slot goes to a task the limit holds back, not to one a lock key
+-- holds (which would only be parked again while an eligible task waits):
+-- tasks are parked with the reason (parked_on).
+SELECT schedq.set_concurrency_limit('c2', 2);
+SELECT schedq.submit(k, queue => 's', lock_key => left(k, 1), version => right(k, 1)::bigint,
+					 concurrency_key => 'c2')
+  FROM unnest('{A1,A2,B1,B2,C1}'::text[]) k;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE queue = 's' ORDER BY id;
+SELECT pg_temp.finish('s');		-- A1 and B1
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE queue = 's' ORDER BY id;
+SELECT token AS tb FROM schedq.claim('w', queues => '{s}') WHERE kind = 'A2' \gset
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE queue = 's' ORDER BY id;
+SELECT pg_temp.finish('s'), schedq.complete(:'tb'), schedq._promote_once();
+SELECT pg_temp.finish('s'), schedq._promote_once();
+SELECT kind, status FROM schedq.task WHERE queue = 's' ORDER BY id;
+
 -- Both gates on one task: the key decides first, then the limit.
 SELECT schedq.set_concurrency_limit('both', 1);
 SELECT schedq.submit('b1', queue => 'b', lock_key => 'kb', concurrency_key => 'both');

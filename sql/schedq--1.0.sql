@@ -58,6 +58,7 @@ CREATE TABLE schedq.task (
 	lease_expires_at timestamptz,
 	deadline		timestamptz,
 	parked			boolean NOT NULL DEFAULT false,
+	parked_on		text,
 	has_dependents	boolean NOT NULL DEFAULT false,
 	periodic		text,
 	result			jsonb,
@@ -74,6 +75,7 @@ COMMENT ON COLUMN schedq.task.attempts IS 'attempt number of the latest claim; n
 COMMENT ON COLUMN schedq.task.retry_base IS 'value of attempts when schedq.retry last gave a fresh allowance';
 COMMENT ON COLUMN schedq.task.deadline IS 'when the running attempt times out (claim time + timeout); lease_expires_at never passes it';
 COMMENT ON COLUMN schedq.task.parked IS 'pending and blocked by a lock_key, a concurrency limit or a dependency: not looked at again until a gate event frees it';
+COMMENT ON COLUMN schedq.task.parked_on IS 'what holds a parked task back: lock, limit or deps';
 COMMENT ON COLUMN schedq.task.has_dependents IS 'some task lists this one in depends_on';
 COMMENT ON COLUMN schedq.task.periodic IS 'the periodic schedule that submitted this task, if any';
 
@@ -87,11 +89,11 @@ CREATE INDEX task_available_queue_idx ON schedq.task
 CREATE INDEX task_available_sql_idx ON schedq.task (priority DESC, run_at, id)
 	WHERE status = 'available' AND kind = 'sql';
 -- Promotion: pending tasks by due time, except those parked behind a gate.
-CREATE INDEX task_pending_idx ON schedq.task (run_at) WHERE status = 'pending' AND NOT parked;
+CREATE INDEX task_pending_idx ON schedq.task (run_at, id) WHERE status = 'pending' AND NOT parked;
 -- Parked tasks by concurrency key, in claim order, for freeing slots.
 CREATE INDEX task_parked_concurrency_idx ON schedq.task
 	(concurrency_key, priority DESC, run_at, id)
-	WHERE status = 'pending' AND parked AND concurrency_key IS NOT NULL;
+	WHERE status = 'pending' AND parked AND parked_on = 'limit';
 -- Reaper: running tasks by lease expiry (never later than the deadline);
 -- retention: finished tasks by age.
 CREATE INDEX task_running_idx ON schedq.task (lease_expires_at)

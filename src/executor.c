@@ -156,11 +156,14 @@ executor_claim(const char *worker, ExecutorTask *task)
 
 /*
  * Record the end of an attempt: complete(token, result), or fail(token,
- * error, permanent).
+ * error, permanent).  Returns false when the attempt was no longer the
+ * running one (complete or fail changed nothing).
  */
-static void
+static bool
 executor_report(ExecutorTask *task, const char *error, bool permanent, int64 rows)
 {
+	bool		isnull;
+
 	if (error == NULL)
 	{
 		Datum		args[2] = { CStringGetTextDatum(task->token), Int64GetDatum(rows) };
@@ -168,6 +171,7 @@ executor_report(ExecutorTask *task, const char *error, bool permanent, int64 row
 		if (SPI_execute_with_args("SELECT schedq.complete($1, jsonb_build_object('rows', $2))",
 								  2, (Oid[]) { TEXTOID, INT8OID }, args, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not complete");
+		return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	else
 	{
@@ -177,6 +181,7 @@ executor_report(ExecutorTask *task, const char *error, bool permanent, int64 row
 		if (SPI_execute_with_args("SELECT schedq.fail($1, $2, permanent => $3)",
 								  3, (Oid[]) { TEXTOID, TEXTOID, BOOLOID }, args, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not fail");
+		return strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "stale") != 0;
 	}
 }
 
@@ -200,27 +205,43 @@ executor_owner_problem(Oid owner)
 
 /*
  * Run a claimed task as its owner, and record the outcome.
+ *
+ * The command's own settings (SET search_path, SET datestyle, ...) are
+ * undone before the executor runs anything of its own, as REFRESH
+ * MATERIALIZED VIEW undoes those of the view's owner: otherwise a command
+ * could plant a search_path that the executor's next query, run as the
+ * superuser, would resolve names through.  The command commits only
+ * together with a complete() that accepted the attempt: when the task was
+ * canceled or taken back meanwhile, the command's writes roll back.  The
+ * task stays published (so the reaper keeps its lease) until that
+ * transaction has ended.
  */
 static void
 executor_run(ExecutorTask *task)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char	   *error = NULL;
-	bool		permanent = false;
 	int64		rows = 0;
+	char	   *problem;
 
 	executor_publish(task->id, task->attempt);
 	executor_begin(task->command);
+	problem = executor_owner_problem(task->owner);
+	if (problem != NULL)
+	{
+		/* a role problem will not go away by retrying */
+		executor_report(task, problem, true, 0);
+		executor_commit();
+		executor_publish(0, 0);
+		return;
+	}
+
 	PG_TRY();
 	{
-		char	   *problem = executor_owner_problem(task->owner);
 		Oid			save_userid;
 		int			save_sec;
+		int			save_nestlevel;
 
-		if (problem != NULL)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
-					errmsg("%s", problem));
 		/*
 		 * The task's timeout, as statement_timeout.  SPI does not arm that
 		 * timer (the top-level query loop does), so arm it here; the
@@ -229,6 +250,7 @@ executor_run(ExecutorTask *task)
 		if (task->timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(task->timeout_ms, (int64) INT_MAX));
 		GetUserIdAndSecContext(&save_userid, &save_sec);
+		save_nestlevel = NewGUCNestLevel();
 		SetUserIdAndSecContext(task->owner,
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
@@ -236,9 +258,12 @@ executor_run(ExecutorTask *task)
 			elog(ERROR, "could not run the command");
 		rows = (int64) SPI_processed;
 		disable_timeout(STATEMENT_TIMEOUT, false);
+		AtEOXact_GUC(false, save_nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec);
-		executor_publish(0, 0);
-		executor_report(task, NULL, false, rows);
+		if (!executor_report(task, NULL, false, rows))
+			ereport(ERROR,
+					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("the attempt was canceled or taken back while its command ran"));
 		executor_commit();
 	}
 	PG_CATCH();
@@ -251,18 +276,16 @@ executor_run(ExecutorTask *task)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		AbortCurrentTransaction();
 		error = edata->message;
-		/* a role problem will not go away by retrying */
-		permanent = edata->sqlerrcode == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
 	}
 	PG_END_TRY();
 
 	if (error != NULL)
 	{
-		executor_publish(0, 0);
 		executor_begin("schedq sql executor: recording an error");
-		executor_report(task, error, permanent, 0);
+		(void) executor_report(task, error, false, 0);
 		executor_commit();
 	}
+	executor_publish(0, 0);
 }
 
 /*
@@ -293,6 +316,12 @@ schedq_executor_main(Datum main_arg)
 	 * first, aborts, and is started again.
 	 */
 	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * Every query of this worker is written for an index.  Its plans are
+	 * generic and kept, and one made while a table was nearly empty would
+	 * scan the table sequentially until the next ANALYZE.
+	 */
+	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && executor_slot == NULL; i++)

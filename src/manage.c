@@ -165,7 +165,7 @@ schedq_retry(PG_FUNCTION_ARGS)
 				"       THEN 'available' ELSE 'pending' END,"
 				"     retry_base = attempts, run_at = now(),"
 				"     claimed_by = NULL, lease_expires_at = NULL,"
-				"     deadline = NULL, parked = false,"
+				"     deadline = NULL, parked = false, parked_on = NULL,"
 				"     result = NULL, finished_at = NULL"
 				" WHERE id = $1"
 				" RETURNING status, queue, required_caps",

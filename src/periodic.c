@@ -349,8 +349,10 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 					"  ORDER BY p.next_run LIMIT " CppAsString2(PERIODIC_BATCH)
 					"  FOR UPDATE SKIP LOCKED),"
 					" busy AS ("
-					"  SELECT due.name FROM due JOIN schedq.task t ON t.id = due.last_task_id"
-					"  WHERE t.status IN ('pending', 'available', 'running')),"
+					"  SELECT due.name FROM due WHERE due.last_task_id = ANY (ARRAY("
+					"    SELECT t.id FROM schedq.task t"
+					"    WHERE t.id = ANY (ARRAY(SELECT d.last_task_id FROM due d))"
+					"      AND t.status IN ('pending', 'available', 'running')))),"
 					" ins AS ("
 					"  INSERT INTO schedq.task (kind, payload, queue, priority, status, run_at,"
 					"    max_attempts, timeout, lock_key, concurrency_key, required_caps,"

@@ -119,7 +119,7 @@ promote_consume_events(bool *more)
 	if (!isnull)
 		schedq_execute(
 			schedq_plan(&plan_unpark_lock,
-						"UPDATE schedq.task SET parked = false"
+						"UPDATE schedq.task SET parked = false, parked_on = NULL"
 						" WHERE id IN (SELECT (SELECT h.id FROM schedq.task h"
 						"                      WHERE h.lock_key = k"
 						"                        AND h.status IN ('pending', 'available', 'running')"
@@ -133,7 +133,7 @@ promote_consume_events(bool *more)
 	if (!isnull)
 		schedq_execute(
 			schedq_plan(&plan_unpark_dependents,
-						"UPDATE schedq.task SET parked = false"
+						"UPDATE schedq.task SET parked = false, parked_on = NULL"
 						" WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
 						" AND status = 'pending' AND parked",
 						1, (Oid[]) { INT8ARRAYOID }),
@@ -149,22 +149,24 @@ promote_consume_events(bool *more)
 		 */
 		schedq_execute(
 			schedq_plan(&plan_unpark_concurrency,
-						"WITH freed AS ("
-						"  SELECT c, p.id, p.n, p.room FROM unnest($1::text[]) c,"
-						"  LATERAL (SELECT x.id, row_number() OVER () AS n,"
-						"     COALESCE((SELECT l.max_active FROM schedq.concurrency_limit l"
+						"WITH room AS ("
+						"  SELECT c, COALESCE((SELECT l.max_active FROM schedq.concurrency_limit l"
 						"               WHERE l.key = c), " CppAsString2(PROMOTE_BATCH) ")"
 						"     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
-						"        AND a.status IN ('available', 'running')) AS room"
-						"     FROM (SELECT t.id FROM schedq.task t"
-						"           WHERE t.concurrency_key = c AND t.status = 'pending' AND t.parked"
-						"           ORDER BY t.priority DESC, t.run_at, t.id"
-						"           LIMIT " CppAsString2(PROMOTE_BATCH) ") x) p"
-						"  WHERE p.n <= p.room),"
-						" unparked AS (UPDATE schedq.task t SET parked = false FROM freed"
-						"   WHERE t.id = freed.id RETURNING freed.c, freed.n)"
+						"        AND a.status IN ('available', 'running')) AS n"
+						"  FROM unnest($1::text[]) c),"
+						" freed AS ("
+						"  SELECT room.c, x.id, room.n FROM room, LATERAL ("
+						"    SELECT t.id FROM schedq.task t"
+						"    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
+						"      AND t.parked AND t.parked_on = 'limit'"
+						"    ORDER BY t.priority DESC, t.run_at, t.id"
+						"    LIMIT least(greatest(room.n, 0), " CppAsString2(PROMOTE_BATCH) ")) x),"
+						" unparked AS (UPDATE schedq.task t SET parked = false, parked_on = NULL"
+						"   FROM freed WHERE t.id = freed.id RETURNING freed.c, freed.n)"
 						" INSERT INTO schedq.gate_event (concurrency_key)"
-						" SELECT DISTINCT c FROM unparked WHERE n = " CppAsString2(PROMOTE_BATCH),
+						" SELECT c FROM unparked GROUP BY c"
+						" HAVING count(*) = " CppAsString2(PROMOTE_BATCH),
 						1, (Oid[]) { TEXTARRAYOID }),
 			&limits, NULL, 0, SPI_OK_INSERT);
 		if (SPI_processed > 0)
@@ -190,8 +192,8 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 					"    AND depends_on = '{}'"
 					"  ORDER BY run_at, id LIMIT " CppAsString2(PROMOTE_BATCH)
 					"  FOR UPDATE SKIP LOCKED)"
-					" UPDATE schedq.task t SET status = 'available' FROM p"
-					" WHERE t.id = p.id"
+					" UPDATE schedq.task t SET status = 'available'"
+					" WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
 					" RETURNING t.queue, t.required_caps, t.run_at",
 					1, (Oid[]) { TIMESTAMPTZOID }),
 		&value, NULL, 0, SPI_OK_UPDATE_RETURNING);
@@ -313,6 +315,7 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	int			n;
 	Datum	   *promote;
 	Datum	   *park;
+	Datum	   *reasons;
 	int			npromote = 0;
 	int			npark = 0;
 	int			done = 0;
@@ -342,6 +345,7 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	keys = hash_create("schedq promotion keys", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	promote = palloc(sizeof(Datum) * n);
 	park = palloc(sizeof(Datum) * n);
+	reasons = palloc(sizeof(Datum) * n);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -356,16 +360,19 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 
 		if (has_deps && !promote_deps_done(id))
 		{
+			reasons[npark] = CStringGetTextDatum("deps");
 			park[npark++] = Int64GetDatum(id);
 			continue;
 		}
 		if (lock_key != NULL && !promote_lock_gate(keys, lock_key, id))
 		{
+			reasons[npark] = CStringGetTextDatum("lock");
 			park[npark++] = Int64GetDatum(id);
 			continue;
 		}
 		if (concurrency_key != NULL && !promote_concurrency_gate(keys, concurrency_key))
 		{
+			reasons[npark] = CStringGetTextDatum("limit");
 			park[npark++] = Int64GetDatum(id);
 			continue;
 		}
@@ -409,14 +416,18 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	}
 	if (npark > 0)
 	{
-		Datum		ids = PointerGetDatum(construct_array(park, npark, INT8OID, 8,
-														  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		Datum		args[2];
 
+		args[0] = PointerGetDatum(construct_array(park, npark, INT8OID, 8,
+												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		args[1] = PointerGetDatum(construct_array(reasons, npark, TEXTOID, -1,
+												  false, TYPALIGN_INT));
 		schedq_execute(schedq_plan(&plan_park,
-								   "UPDATE schedq.task SET parked = true"
-								   " WHERE id = ANY ($1) AND status = 'pending'",
-								   1, (Oid[]) { INT8ARRAYOID }),
-					   &ids, NULL, 0, SPI_OK_UPDATE);
+								   "UPDATE schedq.task t SET parked = true, parked_on = p.reason"
+								   " FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
+								   " WHERE t.id = p.id AND t.status = 'pending'",
+								   2, (Oid[]) { INT8ARRAYOID, TEXTARRAYOID }),
+					   args, NULL, 0, SPI_OK_UPDATE);
 	}
 	hash_destroy(keys);
 	return done;
@@ -478,7 +489,8 @@ schedq_next_due(TimestampTz now)
 void
 schedq_unpark_all(void)
 {
-	if (SPI_execute("UPDATE schedq.task SET parked = false WHERE parked", false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute("UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked",
+					false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not unpark tasks");
 }
 

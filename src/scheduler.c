@@ -192,6 +192,12 @@ schedq_scheduler_main(Datum main_arg)
 	 * first, aborts, and is started again.
 	 */
 	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * Every query of this worker is written for an index.  Its plans are
+	 * generic and kept, and one made while a table was nearly empty would
+	 * scan the table sequentially until the next ANALYZE.
+	 */
+	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	scheduler_slot = schedq_database_slot(dboid, true);
@@ -252,8 +258,13 @@ schedq_scheduler_main(Datum main_arg)
 				(void) schedq_reap_pass(now, &more);
 				next_reap = now + (int64) schedq_reaper_interval_ms * 1000;
 			}
-			wake = Min(wake, Min(next_reap, schedq_next_due(now)));
-			wake = Min(wake, schedq_periodic_next_due());
+			{
+				/* Min() evaluates its arguments twice: query once */
+				TimestampTz next_due = schedq_next_due(now);
+				TimestampTz next_tick = schedq_periodic_next_due();
+
+				wake = Min(wake, Min(next_reap, Min(next_due, next_tick)));
+			}
 			scheduler_commit();
 			scheduler_set_state(SCHEDULER_IDLE);
 		}

@@ -116,7 +116,7 @@ NCPU=$(nproc 2>/dev/null || echo '?')
 SYNC=$(psql_q -c "SHOW synchronous_commit")
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
 
-for i in $(seq 1 100); do
+for _ in $(seq 1 100); do
 	[[ $(psql_q -c "SELECT count(*) FROM schedq.scheduler_status() WHERE datname = '$DB' AND pid > 0") == 1 ]] && break
 	sleep 0.1
 done
@@ -140,7 +140,7 @@ metric() { psql_q -c "SELECT value FROM schedq.metrics() WHERE name = '$1'"; }
 declare -A R # R[case:field]
 
 run_case() { # case-name schedules
-	local c=$1 n=$2 first stop state i fired0 skipped0 left=0
+	local c=$1 n=$2 first stop state fired0 skipped0 left=0
 	log "case $c: $n schedule(s) of '$SCHEDULE', $DURATION s, $CONSUMERS consumer(s)"
 	psql_q >/dev/null <<EOF
 SET client_min_messages = warning;
