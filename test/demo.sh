@@ -459,6 +459,94 @@ SELECT id, queue, kind, status, priority, attempts, claimed_by, last_error
 \set ECHO none
 
 \echo
+\echo '== 15. A workflow: fan-out, then fan-in =='
+\echo '   A run groups tasks; depends_on makes a task wait for others.  Here'
+\echo '   extract fans out to three transforms, and load waits for all three.'
+\echo '   The scheduler promotes each task as soon as its dependencies are done;'
+\echo '   the worker blocks in claim(wait => ...) until there is something to do.'
+\echo
+\set ECHO queries
+BEGIN;
+SELECT schedq.create_run('nightly-etl') AS run \gset
+SELECT schedq.submit('extract', queue => 'etl', run_id => :run) AS e \gset
+SELECT schedq.submit('transform_' || part, queue => 'etl', run_id => :run,
+                     depends_on => ARRAY[:e]::bigint[]) AS id
+  FROM unnest('{orders,customers,products}'::text[]) AS part;
+SELECT schedq.submit('load', queue => 'etl', run_id => :run,
+                     depends_on => (SELECT array_agg(id) FROM schedq.task
+                                     WHERE run_id = :run AND kind LIKE 'transform%'));
+COMMIT;
+\set ECHO none
+CREATE TEMP VIEW etl AS
+  SELECT string_agg(kind || ':' || status, '  ' ORDER BY id) AS tasks,
+         (SELECT status FROM schedq.run WHERE id = :run) AS run
+    FROM schedq.task WHERE run_id = :run;
+\echo '   What runs, step by step (claim waits for the scheduler to promote):'
+SELECT * FROM etl;
+\set ECHO queries
+SELECT kind, schedq.complete(token) FROM schedq.claim('etl-worker', queues => '{etl}', n => 10, wait => '5s');
+\set ECHO none
+SELECT * FROM etl;
+\set ECHO queries
+SELECT kind, schedq.complete(token) FROM schedq.claim('etl-worker', queues => '{etl}', n => 10, wait => '5s');
+\set ECHO none
+SELECT * FROM etl;
+\set ECHO queries
+SELECT kind, schedq.complete(token) FROM schedq.claim('etl-worker', queues => '{etl}', n => 10, wait => '5s');
+\set ECHO none
+SELECT * FROM etl;
+
+\echo
+\echo '== 16. A periodic SQL task, run by the built-in executor as its owner =='
+\echo '   Role demo_app schedules a SQL command every second.  The executor runs'
+\echo '   it as demo_app, with demo_app''s privileges and no more.'
+\echo
+\set ECHO queries
+CREATE ROLE demo_app LOGIN;
+GRANT USAGE ON SCHEMA schedq TO demo_app;
+GRANT EXECUTE ON FUNCTION schedq.schedule_sql, schedq.unschedule TO demo_app;
+GRANT SELECT ON schedq.periodic, schedq.task TO demo_app;
+CREATE TABLE public.heartbeats (at timestamptz, by_role text);
+GRANT INSERT, SELECT ON public.heartbeats TO demo_app;
+SET ROLE demo_app;
+SELECT schedq.schedule_sql('heartbeat', '* * * * * *',
+       'INSERT INTO public.heartbeats VALUES (clock_timestamp(), current_user)');
+RESET ROLE;
+\set ECHO none
+SELECT pg_sleep(3.5) AS slept \gset
+\set ECHO queries
+SELECT to_char(at, 'HH24:MI:SS.MS') AS at, by_role FROM public.heartbeats ORDER BY at;
+SELECT name, schedule, fired, skipped, last_run IS NOT NULL AS has_run FROM schedq.periodic;
+SELECT id, status, result FROM schedq.task WHERE periodic = 'heartbeat' ORDER BY id LIMIT 3;
+SET ROLE demo_app;
+SELECT schedq.unschedule('heartbeat');
+RESET ROLE;
+\set ECHO none
+
+\echo
+\echo '== 17. A rate-limited queue =='
+\echo '   A budget with a period refills at every boundary: 3 SMS per 2 seconds.'
+\echo '   Eight tasks are waiting; each claim takes only what the budget allows.'
+\echo
+\set ECHO queries
+SELECT schedq.set_budget('sms', 3, period => '2 seconds');
+SELECT count(schedq.submit('send_sms', queue => 'sms', budgets => '{sms}')) AS submitted
+  FROM generate_series(1, 8);
+\set ECHO none
+SELECT pg_temp.wait_for('sms', 'available', 8) AS waited \gset
+\echo '   Claim as much as possible, in three successive periods:'
+SELECT to_char(clock_timestamp(), 'HH24:MI:SS') AS at,
+       (SELECT count(*) FROM schedq.claim('sms-worker', queues => '{sms}', n => 10)) AS claimed;
+SELECT pg_sleep(2 - extract(epoch FROM clock_timestamp())::numeric % 2) AS slept \gset
+SELECT to_char(clock_timestamp(), 'HH24:MI:SS') AS at,
+       (SELECT count(*) FROM schedq.claim('sms-worker', queues => '{sms}', n => 10)) AS claimed;
+SELECT pg_sleep(2 - extract(epoch FROM clock_timestamp())::numeric % 2) AS slept \gset
+SELECT to_char(clock_timestamp(), 'HH24:MI:SS') AS at,
+       (SELECT count(*) FROM schedq.claim('sms-worker', queues => '{sms}', n => 10)) AS claimed;
+\set ECHO queries
+SELECT * FROM schedq.queue_stats WHERE queue IN ('etl', 'sms') ORDER BY queue;
+\set ECHO none
+
 \echo '== Summary =='
 \echo '   submit / submit_many      put tasks in a queue (priority, run_at, budgets, ...)'
 \echo '   claim                     take the best available tasks under a lease -> token'
@@ -467,8 +555,9 @@ SELECT id, queue, kind, status, priority, attempts, claimed_by, last_error
 \echo '   retry / cancel            run a finished task again / stop one'
 \echo '   pause_queue / set_budget  control what may be claimed'
 \echo '   verify_grant              check a token; stale and forged ones change nothing'
-\echo '   The README covers workflows (runs and depends_on), periodic schedules,'
-\echo '   SQL tasks run by the built-in executor, and the roles to GRANT.'
+\echo '   create_run / depends_on   workflows: fan-out, fan-in, failure policies'
+\echo '   schedule / schedule_sql   periodic tasks (cron, systemd calendar, @every)'
+\echo '   The README covers the roles to GRANT, the scheduler and the benchmarks.'
 SQL
 
 [[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP/demo.sql"
