@@ -38,28 +38,26 @@
 #include "schedq.h"
 
 /* Seconds from 1970-01-01 to 2000-01-01. */
-#define CRON_EPOCH_DIFF ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
+#define CRON_EPOCH_DIFF                                                        \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
 /* How many field steps the search may take before giving up. */
 #define CRON_MAX_STEPS 200000
 
-static const char *const month_names[] = {
-	"jan", "feb", "mar", "apr", "may", "jun",
-	"jul", "aug", "sep", "oct", "nov", "dec", NULL
-};
-static const char *const wday_names[] = {
-	"sun", "mon", "tue", "wed", "thu", "fri", "sat", NULL
-};
-static const char *const wday_long_names[] = {
-	"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", NULL
-};
+static const char *const month_names[] = { "jan", "feb", "mar", "apr", "may",
+										   "jun", "jul", "aug", "sep", "oct",
+										   "nov", "dec", NULL };
+static const char *const wday_names[] = { "sun", "mon", "tue", "wed",
+										  "thu", "fri", "sat", NULL };
+static const char *const wday_long_names[] = { "sunday",   "monday",
+											   "tuesday",  "wednesday",
+											   "thursday", "friday",
+											   "saturday", NULL };
 
-static void pg_attribute_noreturn()
-cron_error(const char *text, const char *detail)
+static void
+pg_attribute_noreturn() cron_error(const char *text, const char *detail)
 {
-	ereport(ERROR,
-			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			errmsg("invalid schedule \"%s\"", text),
-			errdetail("%s", detail));
+	ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("invalid schedule \"%s\"", text), errdetail("%s", detail));
 }
 
 /*
@@ -67,13 +65,14 @@ cron_error(const char *text, const char *detail)
  * to name_base + index.  Returns false when there is neither.
  */
 static bool
-cron_read_value(const char **p, const char *const *names, int name_base, int *value)
+cron_read_value(const char **p, const char *const *names, int name_base,
+				int *value)
 {
 	const char *s = *p;
 
 	if (isdigit((unsigned char) *s))
 	{
-		int			v = 0;
+		int v = 0;
 
 		while (isdigit((unsigned char) *s))
 		{
@@ -138,10 +137,8 @@ cron_parse_field(const char *field, int lo, int hi, const char *const *names,
 	}
 	for (;;)
 	{
-		int			a,
-					b,
-					step = 1;
-		bool		star = false;
+		int	 a, b, step = 1;
+		bool star = false;
 
 		if (*p == '*')
 		{
@@ -171,13 +168,14 @@ cron_parse_field(const char *field, int lo, int hi, const char *const *names,
 		if (*p == '/')
 		{
 			p++;
-			if (!cron_read_value(&p, NULL, 0, &step) || step <= 0 || step > hi - lo + 1)
+			if (!cron_read_value(&p, NULL, 0, &step) || step <= 0 ||
+				step > hi - lo + 1)
 			{
 				*why = psprintf("a step must be between 1 and %d", hi - lo + 1);
 				return false;
 			}
 			if (!star && b == a)
-				b = hi;			/* n/s: from n to the end */
+				b = hi; /* n/s: from n to the end */
 		}
 		/* weekday 7 is Sunday, as 0 */
 		if (names == wday_names && hi == 7)
@@ -236,23 +234,28 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 
 	if (n == 6)
 	{
-		if (!cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->seconds, &any, &why))
+		if (!cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->seconds,
+							  &any, &why))
 			cron_error(text, psprintf("Seconds: %s.", why));
 	}
 	else
-		s->seconds = 1;			/* at second 0 */
-	if (!cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->minutes, &any, &why))
+		s->seconds = 1; /* at second 0 */
+	if (!cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->minutes, &any,
+						  &why))
 		cron_error(text, psprintf("Minutes: %s.", why));
 	if (!cron_parse_field(fields[f++], 0, 23, NULL, 0, "-", &bits, &any, &why))
 		cron_error(text, psprintf("Hours: %s.", why));
 	s->hours = (uint32) bits;
-	if (!cron_parse_field(fields[f++], 1, 31, NULL, 0, "-", &bits, &s->mday_any, &why))
+	if (!cron_parse_field(fields[f++], 1, 31, NULL, 0, "-", &bits, &s->mday_any,
+						  &why))
 		cron_error(text, psprintf("Day of month: %s.", why));
 	s->mdays = (uint32) (bits << 1);
-	if (!cron_parse_field(fields[f++], 1, 12, month_names, 1, "-", &bits, &any, &why))
+	if (!cron_parse_field(fields[f++], 1, 12, month_names, 1, "-", &bits, &any,
+						  &why))
 		cron_error(text, psprintf("Month: %s.", why));
 	s->months = (uint32) (bits << 1);
-	if (!cron_parse_field(fields[f++], 0, 7, wday_names, 0, "-", &bits, &s->wday_any, &why))
+	if (!cron_parse_field(fields[f++], 0, 7, wday_names, 0, "-", &bits,
+						  &s->wday_any, &why))
 		cron_error(text, psprintf("Day of week: %s.", why));
 	s->wdays = (uint32) ((bits | (bits >> 7)) & 0x7F);
 	s->day_or = !s->mday_any && !s->wday_any;
@@ -287,16 +290,14 @@ cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 		cron_set_all_years(s);
 		if (strcmp(parts[0], "*") != 0)
 		{
-			char	   *y = parts[0];
+			char *y = parts[0];
 
 			memset(s->years, 0, sizeof(s->years));
 			/* years, one at a time: a, a..b, lists; steps too */
 			for (;;)
 			{
 				const char *q = y;
-				int			a,
-							b,
-							step = 1;
+				int			a, b, step = 1;
 
 				if (!cron_read_value(&q, NULL, 0, &a))
 					cron_error(text, "Year: a value is not a number.");
@@ -311,13 +312,15 @@ cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 				{
 					q++;
 					if (!cron_read_value(&q, NULL, 0, &step) || step <= 0)
-						cron_error(text, "Year: a step must be a positive number.");
+						cron_error(text,
+								   "Year: a step must be a positive number.");
 					if (b == a)
 						b = CRON_YEAR_BASE + 255;
 				}
 				if (a < CRON_YEAR_BASE || b > CRON_YEAR_BASE + 255 || a > b)
-					cron_error(text, psprintf("Year: years must be between %d and %d.",
-											  CRON_YEAR_BASE, CRON_YEAR_BASE + 255));
+					cron_error(
+						text, psprintf("Year: years must be between %d and %d.",
+									   CRON_YEAR_BASE, CRON_YEAR_BASE + 255));
 				for (int v = a; v <= b; v += step)
 					s->years[(v - CRON_YEAR_BASE) / 64] |=
 						UINT64CONST(1) << ((v - CRON_YEAR_BASE) % 64);
@@ -332,10 +335,12 @@ cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 			}
 		}
 	}
-	if (!cron_parse_field(parts[n - 2], 1, 12, NULL, 0, "..", &bits, &any, &why))
+	if (!cron_parse_field(parts[n - 2], 1, 12, NULL, 0, "..", &bits, &any,
+						  &why))
 		cron_error(text, psprintf("Month: %s.", why));
 	s->months = (uint32) (bits << 1);
-	if (!cron_parse_field(parts[n - 1], 1, 31, NULL, 0, "..", &bits, &s->mday_any, &why))
+	if (!cron_parse_field(parts[n - 1], 1, 31, NULL, 0, "..", &bits,
+						  &s->mday_any, &why))
 		cron_error(text, psprintf("Day: %s.", why));
 	s->mdays = (uint32) (bits << 1);
 }
@@ -357,7 +362,8 @@ cron_parse_systemd_time(const char *text, char *time, SchedqSchedule *s)
 	while ((p = strchr(p, ':')) != NULL)
 	{
 		if (n == 3)
-			cron_error(text, "A time has at most three parts, hour:minute:second.");
+			cron_error(text,
+					   "A time has at most three parts, hour:minute:second.");
 		*p++ = '\0';
 		parts[n++] = p;
 	}
@@ -366,12 +372,14 @@ cron_parse_systemd_time(const char *text, char *time, SchedqSchedule *s)
 	if (!cron_parse_field(parts[0], 0, 23, NULL, 0, "..", &bits, &any, &why))
 		cron_error(text, psprintf("Hour: %s.", why));
 	s->hours = (uint32) bits;
-	if (!cron_parse_field(parts[1], 0, 59, NULL, 0, "..", &s->minutes, &any, &why))
+	if (!cron_parse_field(parts[1], 0, 59, NULL, 0, "..", &s->minutes, &any,
+						  &why))
 		cron_error(text, psprintf("Minute: %s.", why));
 	if (n == 3)
 	{
 		/* systemd allows fractional seconds; schedq fires on whole ones */
-		if (!cron_parse_field(parts[2], 0, 59, NULL, 0, "..", &s->seconds, &any, &why))
+		if (!cron_parse_field(parts[2], 0, 59, NULL, 0, "..", &s->seconds, &any,
+							  &why))
 			cron_error(text, psprintf("Second: %s.", why));
 	}
 	else
@@ -384,9 +392,7 @@ cron_parse_systemd_time(const char *text, char *time, SchedqSchedule *s)
 static void
 cron_parse_systemd(const char *text, char **tokens, int n, SchedqSchedule *s)
 {
-	bool		seen_wday = false,
-				seen_date = false,
-				seen_time = false;
+	bool seen_wday = false, seen_date = false, seen_time = false;
 
 	/* defaults: every day, at midnight */
 	s->seconds = 1;
@@ -402,7 +408,7 @@ cron_parse_systemd(const char *text, char **tokens, int n, SchedqSchedule *s)
 
 	for (int i = 0; i < n; i++)
 	{
-		char	   *t = tokens[i];
+		char *t = tokens[i];
 
 		if (isalpha((unsigned char) t[0]))
 		{
@@ -411,7 +417,8 @@ cron_parse_systemd(const char *text, char **tokens, int n, SchedqSchedule *s)
 
 			if (seen_wday || seen_date || seen_time)
 				cron_error(text, "Weekdays come first, once.");
-			if (!cron_parse_field(t, 0, 6, wday_names, 0, "..", &bits, &s->wday_any, &why))
+			if (!cron_parse_field(t, 0, 6, wday_names, 0, "..", &bits,
+								  &s->wday_any, &why))
 				cron_error(text, psprintf("Weekdays: %s.", why));
 			s->wdays = (uint32) bits;
 			s->wday_any = false;
@@ -432,7 +439,8 @@ cron_parse_systemd(const char *text, char **tokens, int n, SchedqSchedule *s)
 			seen_date = true;
 		}
 		else
-			cron_error(text, "A component is neither weekdays, a date nor a time.");
+			cron_error(text,
+					   "A component is neither weekdays, a date nor a time.");
 	}
 }
 
@@ -443,25 +451,31 @@ cron_parse_systemd(const char *text, char **tokens, int n, SchedqSchedule *s)
 void
 schedq_cron_parse(const char *text, SchedqSchedule *s)
 {
-	char	   *copy;
-	char	   *tokens[8];
-	int			n = 0;
-	char	   *p;
+	char *copy;
+	char *tokens[8];
+	int	  n = 0;
+	char *p;
 	static const struct
 	{
 		const char *name;
 		const char *expansion;
-	}			macros[] = {
-		{"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"},
-		{"@monthly", "0 0 1 * *"}, {"@weekly", "0 0 * * 0"},
-		{"@daily", "0 0 * * *"}, {"@midnight", "0 0 * * *"},
-		{"@hourly", "0 * * * *"},
-		{"minutely", "*-*-* *:*:00"}, {"hourly", "*-*-* *:00:00"},
-		{"daily", "*-*-* 00:00:00"}, {"weekly", "Mon *-*-* 00:00:00"},
-		{"monthly", "*-*-01 00:00:00"}, {"yearly", "*-01-01 00:00:00"},
-		{"annually", "*-01-01 00:00:00"},
-		{"quarterly", "*-01,04,07,10-01 00:00:00"},
-		{"semiannually", "*-01,07-01 00:00:00"},
+	} macros[] = {
+		{ "@yearly", "0 0 1 1 *" },
+		{ "@annually", "0 0 1 1 *" },
+		{ "@monthly", "0 0 1 * *" },
+		{ "@weekly", "0 0 * * 0" },
+		{ "@daily", "0 0 * * *" },
+		{ "@midnight", "0 0 * * *" },
+		{ "@hourly", "0 * * * *" },
+		{ "minutely", "*-*-* *:*:00" },
+		{ "hourly", "*-*-* *:00:00" },
+		{ "daily", "*-*-* 00:00:00" },
+		{ "weekly", "Mon *-*-* 00:00:00" },
+		{ "monthly", "*-*-01 00:00:00" },
+		{ "yearly", "*-01-01 00:00:00" },
+		{ "annually", "*-01-01 00:00:00" },
+		{ "quarterly", "*-01,04,07,10-01 00:00:00" },
+		{ "semiannually", "*-01,07-01 00:00:00" },
 	};
 
 	memset(s, 0, sizeof(*s));
@@ -472,7 +486,8 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 	while (isspace((unsigned char) *text))
 		text++;
 	copy = pstrdup(text);
-	for (int i = strlen(copy) - 1; i >= 0 && isspace((unsigned char) copy[i]); i--)
+	for (int i = strlen(copy) - 1; i >= 0 && isspace((unsigned char) copy[i]);
+		 i--)
 		copy[i] = '\0';
 	if (copy[0] == '\0')
 		cron_error(text, "The schedule is empty.");
@@ -480,22 +495,28 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 	if (pg_strncasecmp(copy, "@every", 6) == 0 &&
 		(copy[6] == '\0' || isspace((unsigned char) copy[6])))
 	{
-		char	   *spec = copy + 6;
-		Interval   *span;
+		char	 *spec = copy + 6;
+		Interval *span;
 
 		while (isspace((unsigned char) *spec))
 			spec++;
 		if (*spec == '\0')
-			cron_error(text, "@every needs an interval, for example \"@every 15 minutes\".");
-		span = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(spec),
-													 ObjectIdGetDatum(InvalidOid),
-													 Int32GetDatum(-1)));
+			cron_error(
+				text,
+				"@every needs an interval, for example \"@every 15 minutes\".");
+		span = DatumGetIntervalP(
+			DirectFunctionCall3(interval_in, CStringGetDatum(spec),
+								ObjectIdGetDatum(InvalidOid),
+								Int32GetDatum(-1)));
 		if (span->month != 0)
-			cron_error(text, "@every takes a fixed length: use days, not months or years.");
+			cron_error(
+				text,
+				"@every takes a fixed length: use days, not months or years.");
 		s->every = true;
 		s->every_usecs = schedq_interval_usecs(span);
 		if (s->every_usecs < USECS_PER_SEC)
-			cron_error(text, "@every needs an interval of at least one second.");
+			cron_error(text,
+					   "@every needs an interval of at least one second.");
 		return;
 	}
 	for (int i = 0; i < (int) lengthof(macros); i++)
@@ -505,7 +526,9 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 			break;
 		}
 	if (copy[0] == '@')
-		cron_error(text, "Unknown macro; the macros are @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly and @every <interval>.");
+		cron_error(
+			text,
+			"Unknown macro; the macros are @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly and @every <interval>.");
 
 	for (p = strtok(copy, " \t\r\n"); p != NULL; p = strtok(NULL, " \t\r\n"))
 	{
@@ -518,7 +541,9 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 	else if (n >= 1 && n <= 3)
 		cron_parse_systemd(text, tokens, n, s);
 	else
-		cron_error(text, "A cron expression has 5 fields (or 6 with seconds); a calendar event has weekdays, a date and a time.");
+		cron_error(
+			text,
+			"A cron expression has 5 fields (or 6 with seconds); a calendar event has weekdays, a date and a time.");
 }
 
 /*
@@ -528,13 +553,14 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 pg_tz *
 schedq_cron_timezone(const char *name)
 {
-	pg_tz	   *tz = (name != NULL && name[0] != '\0') ? pg_tzset(name) : NULL;
+	pg_tz *tz = (name != NULL && name[0] != '\0') ? pg_tzset(name) : NULL;
 
 	if (tz == NULL || !pg_tz_acceptable(tz))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("time zone \"%s\" is not recognized", name ? name : ""),
-				errhint("Use a name from pg_timezone_names, such as \"Europe/Berlin\"."));
+		ereport(
+			ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("time zone \"%s\" is not recognized", name ? name : ""),
+			errhint(
+				"Use a name from pg_timezone_names, such as \"Europe/Berlin\"."));
 	return tz;
 }
 
@@ -547,25 +573,23 @@ schedq_cron_timezone(const char *name)
 static pg_time_t
 cron_local_to_instant(pg_time_t local, pg_tz *tz)
 {
-	pg_time_t	t = local - 2 * SECS_PER_DAY;
+	pg_time_t t = local - 2 * SECS_PER_DAY;
 
 	for (int guard = 0; guard < 16; guard++)
 	{
-		long		before_off,
-					after_off;
-		int			before_dst,
-					after_dst;
-		pg_time_t	boundary;
-		int			r = pg_next_dst_boundary(&t, &before_off, &before_dst,
-											 &boundary, &after_off, &after_dst, tz);
+		long	  before_off, after_off;
+		int		  before_dst, after_dst;
+		pg_time_t boundary;
+		int r = pg_next_dst_boundary(&t, &before_off, &before_dst, &boundary,
+									 &after_off, &after_dst, tz);
 
 		if (r <= 0 || boundary > local + 2 * SECS_PER_DAY)
 			return local - before_off;
 		if (local - before_off < boundary)
-			return local - before_off;	/* exists before the transition */
+			return local - before_off; /* exists before the transition */
 		if (local - after_off < boundary)
-			return boundary;	/* in the gap */
-		t = boundary;			/* exists after it; maybe another follows */
+			return boundary; /* in the gap */
+		t = boundary;		 /* exists after it; maybe another follows */
 	}
 	return local;
 }
@@ -573,15 +597,17 @@ cron_local_to_instant(pg_time_t local, pg_tz *tz)
 static bool
 cron_year_ok(const SchedqSchedule *s, int year)
 {
-	int			i = year - CRON_YEAR_BASE;
+	int i = year - CRON_YEAR_BASE;
 
-	return i >= 0 && i < 256 && (s->years[i / 64] & (UINT64CONST(1) << (i % 64))) != 0;
+	return i >= 0 && i < 256 &&
+		   (s->years[i / 64] & (UINT64CONST(1) << (i % 64))) != 0;
 }
 
 static int
 cron_days_in_month(int year, int month)
 {
-	static const int days[] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	static const int days[] = { 0,	31, 28, 31, 30, 31, 30,
+								31, 31, 30, 31, 30, 31 };
 
 	if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0))
 		return 29;
@@ -591,9 +617,9 @@ cron_days_in_month(int year, int month)
 static bool
 cron_day_ok(const SchedqSchedule *s, int year, int month, int day)
 {
-	bool		mday = (s->mdays & (((uint32) 1) << day)) != 0;
-	int			wd = (date2j(year, month, day) + 1) % 7;	/* 0 = Sunday */
-	bool		wday = (s->wdays & (((uint32) 1) << wd)) != 0;
+	bool mday = (s->mdays & (((uint32) 1) << day)) != 0;
+	int	 wd = (date2j(year, month, day) + 1) % 7; /* 0 = Sunday */
+	bool wday = (s->wdays & (((uint32) 1) << wd)) != 0;
 
 	if (s->day_or)
 		return mday || wday;
@@ -606,21 +632,16 @@ cron_day_ok(const SchedqSchedule *s, int year, int month, int day)
  * @every within the range of valid timestamps).
  */
 bool
-schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, TimestampTz *next)
+schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after,
+				 TimestampTz *next)
 {
-	pg_time_t	start,
-				prev;
+	pg_time_t	  start, prev;
 	struct pg_tm *tm;
-	int			y,
-				mo,
-				d,
-				h,
-				mi,
-				sec;
+	int			  y, mo, d, h, mi, sec;
 
 	if (s->every)
 	{
-		int64		k = after / s->every_usecs;
+		int64 k = after / s->every_usecs;
 
 		if (after < 0 && after % s->every_usecs != 0)
 			k--;
@@ -664,8 +685,7 @@ schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, Timestam
 
 	for (int step = 0; step < CRON_MAX_STEPS; step++)
 	{
-		pg_time_t	local,
-					instant;
+		pg_time_t local, instant;
 
 		if (y >= CRON_YEAR_BASE + 256)
 			return false;
@@ -723,8 +743,9 @@ schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after, Timestam
 			continue;
 		}
 
-		local = (pg_time_t) (date2j(y, mo, d) - UNIX_EPOCH_JDATE) * SECS_PER_DAY
-			+ h * SECS_PER_HOUR + mi * SECS_PER_MINUTE + sec;
+		local =
+			(pg_time_t) (date2j(y, mo, d) - UNIX_EPOCH_JDATE) * SECS_PER_DAY +
+			h * SECS_PER_HOUR + mi * SECS_PER_MINUTE + sec;
 		instant = cron_local_to_instant(local, tz);
 		if (instant >= start)
 		{

@@ -61,12 +61,12 @@ static SchedqExecutor *executor_slot = NULL;
 /* A claimed SQL task. */
 typedef struct ExecutorTask
 {
-	int64		id;
-	int32		attempt;
-	char	   *token;
-	char	   *command;
-	Oid			owner;
-	int64		timeout_ms;		/* 0: none */
+	int64 id;
+	int32 attempt;
+	char *token;
+	char *command;
+	Oid	  owner;
+	int64 timeout_ms; /* 0: none */
 } ExecutorTask;
 
 static void
@@ -119,26 +119,27 @@ executor_commit(void)
 static bool
 executor_claim(const char *worker, ExecutorTask *task)
 {
-	Datum		arg = CStringGetTextDatum(worker);
-	bool		found;
+	Datum arg = CStringGetTextDatum(worker);
+	bool  found;
 
 	executor_begin("schedq sql executor: claiming");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		proc_exit(0);
-	if (SPI_execute_with_args("SELECT c.id, c.attempt, c.token, c.payload->>'command',"
-							  "  t.owner::oid, extract(epoch FROM t.timeout) * 1000"
-							  " FROM schedq._claim_sql($1) c"
-							  " JOIN schedq.task t ON t.id = c.id",
-							  1, (Oid[]) { TEXTOID }, &arg, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(
+			"SELECT c.id, c.attempt, c.token, c.payload->>'command',"
+			"  t.owner::oid, extract(epoch FROM t.timeout) * 1000"
+			" FROM schedq._claim_sql($1) c"
+			" JOIN schedq.task t ON t.id = c.id",
+			1, (Oid[]){ TEXTOID }, &arg, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not claim");
 	found = SPI_processed > 0;
 	if (found)
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
+		HeapTuple	  tuple = SPI_tuptable->vals[0];
+		TupleDesc	  desc = SPI_tuptable->tupdesc;
+		bool		  isnull;
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-		char	   *ms;
+		char		 *ms;
 
 		task->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
 		task->attempt = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
@@ -160,28 +161,36 @@ executor_claim(const char *worker, ExecutorTask *task)
  * running one (complete or fail changed nothing).
  */
 static bool
-executor_report(ExecutorTask *task, const char *error, bool permanent, int64 rows)
+executor_report(ExecutorTask *task, const char *error, bool permanent,
+				int64 rows)
 {
-	bool		isnull;
+	bool isnull;
 
 	if (error == NULL)
 	{
-		Datum		args[2] = { CStringGetTextDatum(task->token), Int64GetDatum(rows) };
+		Datum args[2] = { CStringGetTextDatum(task->token),
+						  Int64GetDatum(rows) };
 
-		if (SPI_execute_with_args("SELECT schedq.complete($1, jsonb_build_object('rows', $2))",
-								  2, (Oid[]) { TEXTOID, INT8OID }, args, NULL, false, 0) != SPI_OK_SELECT)
+		if (SPI_execute_with_args(
+				"SELECT schedq.complete($1, jsonb_build_object('rows', $2))", 2,
+				(Oid[]){ TEXTOID, INT8OID }, args, NULL, false,
+				0) != SPI_OK_SELECT)
 			elog(ERROR, "could not complete");
-		return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	else
 	{
-		Datum		args[3] = { CStringGetTextDatum(task->token), CStringGetTextDatum(error),
-		BoolGetDatum(permanent) };
+		Datum args[3] = { CStringGetTextDatum(task->token),
+						  CStringGetTextDatum(error), BoolGetDatum(permanent) };
 
 		if (SPI_execute_with_args("SELECT schedq.fail($1, $2, permanent => $3)",
-								  3, (Oid[]) { TEXTOID, TEXTOID, BOOLOID }, args, NULL, false, 0) != SPI_OK_SELECT)
+								  3, (Oid[]){ TEXTOID, TEXTOID, BOOLOID }, args,
+								  NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not fail");
-		return strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "stale") != 0;
+		return strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								   1),
+					  "stale") != 0;
 	}
 }
 
@@ -191,14 +200,17 @@ executor_report(ExecutorTask *task, const char *error, bool permanent, int64 row
 static char *
 executor_owner_problem(Oid owner)
 {
-	HeapTuple	tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
-	char	   *problem = NULL;
+	HeapTuple tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
+	char	 *problem = NULL;
 
 	if (!HeapTupleIsValid(tuple))
-		return psprintf("the role that submitted the task (OID %u) no longer exists", owner);
+		return psprintf(
+			"the role that submitted the task (OID %u) no longer exists",
+			owner);
 	if (!((Form_pg_authid) GETSTRUCT(tuple))->rolcanlogin)
-		problem = psprintf("role \"%s\" that submitted the task is not permitted to log in",
-						   NameStr(((Form_pg_authid) GETSTRUCT(tuple))->rolname));
+		problem = psprintf(
+			"role \"%s\" that submitted the task is not permitted to log in",
+			NameStr(((Form_pg_authid) GETSTRUCT(tuple))->rolname));
 	ReleaseSysCache(tuple);
 	return problem;
 }
@@ -220,9 +232,9 @@ static void
 executor_run(ExecutorTask *task)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	char	   *error = NULL;
-	int64		rows = 0;
-	char	   *problem;
+	char		 *error = NULL;
+	int64		  rows = 0;
+	char		 *problem;
 
 	executor_publish(task->id, task->attempt);
 	executor_begin(task->command);
@@ -238,9 +250,9 @@ executor_run(ExecutorTask *task)
 
 	PG_TRY();
 	{
-		Oid			save_userid;
-		int			save_sec;
-		int			save_nestlevel;
+		Oid save_userid;
+		int save_sec;
+		int save_nestlevel;
 
 		/*
 		 * The task's timeout, as statement_timeout.  SPI does not arm that
@@ -248,12 +260,13 @@ executor_run(ExecutorTask *task)
 		 * command cannot lift it with SET.
 		 */
 		if (task->timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(task->timeout_ms, (int64) INT_MAX));
+			enable_timeout_after(STATEMENT_TIMEOUT,
+								 (int) Min(task->timeout_ms, (int64) INT_MAX));
 		GetUserIdAndSecContext(&save_userid, &save_sec);
 		save_nestlevel = NewGUCNestLevel();
-		SetUserIdAndSecContext(task->owner,
-							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
+		SetUserIdAndSecContext(task->owner, save_sec |
+												SECURITY_LOCAL_USERID_CHANGE |
+												SECURITY_RESTRICTED_OPERATION);
 		if (SPI_execute(task->command, false, 0) < 0)
 			elog(ERROR, "could not run the command");
 		rows = (int64) SPI_processed;
@@ -261,14 +274,15 @@ executor_run(ExecutorTask *task)
 		AtEOXact_GUC(false, save_nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec);
 		if (!executor_report(task, NULL, false, rows))
-			ereport(ERROR,
-					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					errmsg("the attempt was canceled or taken back while its command ran"));
+			ereport(
+				ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				errmsg(
+					"the attempt was canceled or taken back while its command ran"));
 		executor_commit();
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData *edata;
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
@@ -295,11 +309,11 @@ executor_run(ExecutorTask *task)
 void
 schedq_executor_main(Datum main_arg)
 {
-	Oid			dboid = DatumGetObjectId(main_arg);
-	pid_t		scheduler_pid;
-	char	   *worker;
-	ArrayType  *caps;
-	Datum		sql = CStringGetTextDatum("sql");
+	Oid		   dboid = DatumGetObjectId(main_arg);
+	pid_t	   scheduler_pid;
+	char	  *worker;
+	ArrayType *caps;
+	Datum	   sql = CStringGetTextDatum("sql");
 
 	memcpy(&scheduler_pid, MyBgworkerEntry->bgw_extra, sizeof(pid_t));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -308,7 +322,8 @@ schedq_executor_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("schedq sql executor");
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET,
+					PGC_S_OVERRIDE);
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	/*
 	 * In a deadlock with a user's command (DROP EXTENSION while a pass
@@ -334,9 +349,9 @@ schedq_executor_main(Datum main_arg)
 		}
 	LWLockRelease(schedq_shared->lock);
 	if (executor_slot == NULL)
-		ereport(ERROR,
-				errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				errmsg("schedq supports at most %d SQL executors", SCHEDQ_MAX_EXECUTORS));
+		ereport(ERROR, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("schedq supports at most %d SQL executors",
+					   SCHEDQ_MAX_EXECUTORS));
 	before_shmem_exit(executor_exit, (Datum) 0);
 
 	worker = MemoryContextStrdup(TopMemoryContext,
@@ -350,9 +365,9 @@ schedq_executor_main(Datum main_arg)
 
 	for (;;)
 	{
-		ExecutorTask task;
+		ExecutorTask	task;
 		SchedqDatabase *db;
-		bool		orphan;
+		bool			orphan;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -365,7 +380,7 @@ schedq_executor_main(Datum main_arg)
 		orphan = db == NULL || db->pid != scheduler_pid;
 		LWLockRelease(schedq_shared->lock);
 		if (orphan)
-			proc_exit(0);		/* the scheduler that started us is gone */
+			proc_exit(0); /* the scheduler that started us is gone */
 
 		/* register before looking, so that a task made available after the look wakes us */
 		schedq_waiter_register(NULL, caps, true);
@@ -375,7 +390,8 @@ schedq_executor_main(Datum main_arg)
 			executor_run(&task);
 			continue;
 		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 schedq_promote_interval_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}

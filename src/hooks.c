@@ -42,8 +42,8 @@
 #define HOOK_HOLD_MS 60000
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
-static bool hook_probe_at_commit = false;
-static bool hook_callback_registered = false;
+static bool						hook_probe_at_commit = false;
+static bool						hook_callback_registered = false;
 
 static void
 hook_xact_callback(XactEvent event, void *arg)
@@ -73,14 +73,15 @@ hook_xact_callback(XactEvent event, void *arg)
 static void
 hook_stop_scheduler(Oid dboid, TimestampTz until)
 {
-	TimestampTz give_up = GetCurrentTimestamp() + (int64) HOOK_STOP_WAIT_MS * 1000;
+	TimestampTz give_up =
+		GetCurrentTimestamp() + (int64) HOOK_STOP_WAIT_MS * 1000;
 
 	for (;;)
 	{
 		SchedqDatabase *db;
-		pid_t		pid = 0;
+		pid_t			pid = 0;
 
-		bool		executors = false;
+		bool executors = false;
 
 		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 		db = schedq_database_slot(dboid, false);
@@ -102,8 +103,9 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 			return;
 		if (pid != 0)
 			(void) kill(pid, SIGTERM);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -112,11 +114,11 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 static bool
 hook_names_schedq(List *objects)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, objects)
+	foreach (lc, objects)
 	{
-		Node	   *obj = lfirst(lc);
+		Node *obj = lfirst(lc);
 
 		if (IsA(obj, String) && strcmp(strVal(obj), "schedq") == 0)
 			return true;
@@ -135,33 +137,35 @@ hook_exclusive_database(Node *parsetree)
 		case T_DropdbStmt:
 			return get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 		case T_CreatedbStmt:
+		{
+			ListCell *lc;
+
+			/* the template is copied only while nobody is connected */
+			foreach (lc, ((CreatedbStmt *) parsetree)->options)
 			{
-				ListCell   *lc;
+				DefElem *opt = lfirst(lc);
 
-				/* the template is copied only while nobody is connected */
-				foreach(lc, ((CreatedbStmt *) parsetree)->options)
-				{
-					DefElem    *opt = lfirst(lc);
-
-					if (strcmp(opt->defname, "template") == 0)
-						return get_database_oid(defGetString(opt), true);
-				}
+				if (strcmp(opt->defname, "template") == 0)
+					return get_database_oid(defGetString(opt), true);
 			}
-			break;
+		}
+		break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
-				return get_database_oid(((RenameStmt *) parsetree)->subname, true);
+				return get_database_oid(((RenameStmt *) parsetree)->subname,
+										true);
 			break;
 		case T_AlterDatabaseStmt:
-			{
-				AlterDatabaseStmt *stmt = (AlterDatabaseStmt *) parsetree;
-				ListCell   *lc;
+		{
+			AlterDatabaseStmt *stmt = (AlterDatabaseStmt *) parsetree;
+			ListCell		  *lc;
 
-				foreach(lc, stmt->options)
-					if (strcmp(((DefElem *) lfirst(lc))->defname, "tablespace") == 0)
-						return get_database_oid(stmt->dbname, true);
-			}
-			break;
+			foreach (lc, stmt->options)
+				if (strcmp(((DefElem *) lfirst(lc))->defname, "tablespace") ==
+					0)
+					return get_database_oid(stmt->dbname, true);
+		}
+		break;
 		default:
 			break;
 	}
@@ -171,17 +175,18 @@ hook_exclusive_database(Node *parsetree)
 static void
 schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			   ProcessUtilityContext context, ParamListInfo params,
-			   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+			   QueryEnvironment *queryEnv, DestReceiver *dest,
+			   QueryCompletion *qc)
 {
-	Node	   *parsetree = pstmt->utilityStmt;
-	Oid			exclusive_db = InvalidOid;
+	Node *parsetree = pstmt->utilityStmt;
+	Oid	  exclusive_db = InvalidOid;
 
 	if (schedq_shared != NULL)
 	{
 		exclusive_db = hook_exclusive_database(parsetree);
 		if (OidIsValid(exclusive_db))
-			hook_stop_scheduler(exclusive_db,
-								GetCurrentTimestamp() + (int64) HOOK_HOLD_MS * 1000);
+			hook_stop_scheduler(exclusive_db, GetCurrentTimestamp() +
+												  (int64) HOOK_HOLD_MS * 1000);
 
 		if (IsA(parsetree, CreateExtensionStmt) &&
 			strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedq") == 0)
@@ -205,8 +210,8 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
 							  queryEnv, dest, qc);
 		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-									queryEnv, dest, qc);
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
 	}
 	PG_FINALLY();
 	{

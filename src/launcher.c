@@ -55,23 +55,23 @@
 #include "scheduler.h"
 #include "shmem.h"
 
-#define LAUNCHER_SCAN_MS 1000
+#define LAUNCHER_SCAN_MS		1000
 #define SCHEDQ_RESTART_DELAY_MS 1000
 
 typedef enum LauncherDbState
 {
-	LDB_STARTED,				/* a scheduler was started */
-	LDB_STOPPED,				/* it stopped; start again after the delay */
-	LDB_ABSENT					/* no schedq there; wait for a probe */
+	LDB_STARTED, /* a scheduler was started */
+	LDB_STOPPED, /* it stopped; start again after the delay */
+	LDB_ABSENT	 /* no schedq there; wait for a probe */
 } LauncherDbState;
 
 typedef struct LauncherDb
 {
-	Oid			dboid;			/* hash key */
-	LauncherDbState state;
+	Oid						dboid; /* hash key */
+	LauncherDbState			state;
 	BackgroundWorkerHandle *handle;
-	TimestampTz stopped_at;
-	bool		seen;			/* still in pg_database at the last scan */
+	TimestampTz				stopped_at;
+	bool					seen; /* still in pg_database at the last scan */
 } LauncherDb;
 
 static HTAB *launcher_dbs = NULL;
@@ -97,21 +97,23 @@ launcher_start_scheduler(LauncherDb *db)
 {
 	BackgroundWorker worker = { 0 };
 
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_flags =
+		BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher restarts it */
+	worker.bgw_restart_time = BGW_NEVER_RESTART; /* the launcher restarts it */
 	strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
 	strlcpy(worker.bgw_function_name, "schedq_scheduler_main", BGW_MAXLEN);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "schedq scheduler for database %u", db->dboid);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "schedq scheduler for database %u",
+			 db->dboid);
 	strlcpy(worker.bgw_type, "schedq scheduler", BGW_MAXLEN);
 	worker.bgw_main_arg = ObjectIdGetDatum(db->dboid);
 	worker.bgw_notify_pid = MyProcPid;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &db->handle))
 	{
-		ereport(WARNING,
-				errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				errmsg("could not start schedq scheduler for database %u", db->dboid),
+		ereport(WARNING, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("could not start schedq scheduler for database %u",
+					   db->dboid),
 				errhint("Raise max_worker_processes."));
 		db->handle = NULL;
 		return false;
@@ -126,11 +128,11 @@ launcher_start_scheduler(LauncherDb *db)
 static void
 launcher_scan_databases(void)
 {
-	Relation	rel;
-	TableScanDesc scan;
-	HeapTuple	tuple;
+	Relation		rel;
+	TableScanDesc	scan;
+	HeapTuple		tuple;
 	HASH_SEQ_STATUS status;
-	LauncherDb *db;
+	LauncherDb	   *db;
 
 	hash_seq_init(&status, launcher_dbs);
 	while ((db = hash_seq_search(&status)) != NULL)
@@ -144,14 +146,14 @@ launcher_scan_databases(void)
 	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
-		bool		found;
+		bool			 found;
 
 		if (form->datistemplate || !form->datallowconn)
 			continue;
 		db = hash_search(launcher_dbs, &form->oid, HASH_ENTER, &found);
 		if (!found)
 		{
-			db->state = LDB_STOPPED;	/* start at once */
+			db->state = LDB_STOPPED; /* start at once */
 			db->handle = NULL;
 			db->stopped_at = 0;
 		}
@@ -169,22 +171,22 @@ launcher_scan_databases(void)
 static TimestampTz
 launcher_reconcile(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next = now + (int64) LAUNCHER_SCAN_MS * 1000;
+	TimestampTz		now = GetCurrentTimestamp();
+	TimestampTz		next = now + (int64) LAUNCHER_SCAN_MS * 1000;
 	HASH_SEQ_STATUS status;
-	LauncherDb *db;
+	LauncherDb	   *db;
 
 	hash_seq_init(&status, launcher_dbs);
 	while ((db = hash_seq_search(&status)) != NULL)
 	{
 		SchedqDatabase *slot;
-		bool		probe = false;
-		bool		running_elsewhere = false;
-		TimestampTz hold_until = 0;
+		bool			probe = false;
+		bool			running_elsewhere = false;
+		TimestampTz		hold_until = 0;
 
 		if (db->state == LDB_STARTED)
 		{
-			pid_t		pid;
+			pid_t pid;
 
 			if (GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED)
 			{
@@ -246,7 +248,8 @@ launcher_reconcile(void)
 		if (db->state == LDB_STOPPED &&
 			now < db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000)
 		{
-			next = Min(next, db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000);
+			next = Min(next,
+					   db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000);
 			continue;
 		}
 		if (launcher_start_scheduler(db) && probe)
@@ -267,7 +270,7 @@ launcher_reconcile(void)
 void
 schedq_launcher_main(Datum main_arg)
 {
-	HASHCTL		ctl;
+	HASHCTL ctl;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -296,7 +299,8 @@ schedq_launcher_main(Datum main_arg)
 		launcher_scan_databases();
 		next = launcher_reconcile();
 		timeout_ms = Max(1, (next - GetCurrentTimestamp() + 999) / 1000);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -316,7 +320,8 @@ schedq_register_launcher(void)
 {
 	BackgroundWorker worker = { 0 };
 
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_flags =
+		BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 1;
 	strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);

@@ -171,15 +171,21 @@ schedq_retry(PG_FUNCTION_ARGS)
 				" RETURNING status, queue, required_caps",
 				1, types),
 			&id, NULL, 0, SPI_OK_UPDATE_RETURNING);
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								1),
 				   "available") == 0)
 		{
-			bool		isnull;
+			bool isnull;
 
-			schedq_wake_claimers_at_commit(
-				SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2),
-				DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 3, &isnull)));
+			schedq_wake_claimers_at_commit(SPI_getvalue(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc,
+														2),
+										   DatumGetArrayTypeP(
+											   SPI_getbinval(SPI_tuptable
+																 ->vals[0],
+															 SPI_tuptable
+																 ->tupdesc,
+															 3, &isnull)));
 		}
 		else
 			schedq_wake_scheduler_at_commit();
@@ -281,10 +287,12 @@ schedq_set_concurrency_limit(PG_FUNCTION_ARGS)
 			values, NULL, 0, SPI_OK_INSERT);
 	}
 	/* tasks parked behind this key may go now */
-	schedq_execute(schedq_plan(&plan_limit_event,
-							   "INSERT INTO schedq.gate_event (concurrency_key) VALUES ($1)",
-							   1, types),
-				   values, NULL, 0, SPI_OK_INSERT);
+	schedq_execute(
+		schedq_plan(
+			&plan_limit_event,
+			"INSERT INTO schedq.gate_event (concurrency_key) VALUES ($1)", 1,
+			types),
+		values, NULL, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 	schedq_wake_scheduler_at_commit();
 	PG_RETURN_VOID();

@@ -17,12 +17,9 @@
 #include "shmem.h"
 
 static const char *const scheduler_state_names[] = {
-	[SCHEDULER_NONE] = "stopped",
-	[SCHEDULER_STARTING] = "starting",
-	[SCHEDULER_IDLE] = "idle",
-	[SCHEDULER_PROMOTING] = "promoting",
-	[SCHEDULER_REAPING] = "reaping",
-	[SCHEDULER_DISABLED] = "disabled",
+	[SCHEDULER_NONE] = "stopped",	 [SCHEDULER_STARTING] = "starting",
+	[SCHEDULER_IDLE] = "idle",		 [SCHEDULER_PROMOTING] = "promoting",
+	[SCHEDULER_REAPING] = "reaping", [SCHEDULER_DISABLED] = "disabled",
 };
 
 PG_FUNCTION_INFO_V1(schedq_metrics);
@@ -39,11 +36,12 @@ schedq_metrics(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < SCHEDQ_NUM_METRICS; i++)
 	{
-		Datum		values[2];
-		bool		nulls[2] = { false, false };
+		Datum values[2];
+		bool  nulls[2] = { false, false };
 
 		values[0] = CStringGetTextDatum(schedq_metric_names[i]);
-		values[1] = Int64GetDatum((int64) pg_atomic_read_u64(&schedq_shared->metrics[i]));
+		values[1] = Int64GetDatum(
+			(int64) pg_atomic_read_u64(&schedq_shared->metrics[i]));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -69,9 +67,9 @@ schedq_scheduler_status(PG_FUNCTION_ARGS)
 
 	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
 	{
-		Datum		values[4];
-		bool		nulls[4] = { false, false, false, false };
-		char	   *datname;
+		Datum values[4];
+		bool  nulls[4] = { false, false, false, false };
+		char *datname;
 
 		if (copy[i].dboid == InvalidOid || copy[i].pid == 0)
 			continue;

@@ -40,7 +40,7 @@
 #include "wake.h"
 
 #define PERIODIC_BATCH 1000
-#define NEXT_RUNS_MAX 10000
+#define NEXT_RUNS_MAX  10000
 
 static SPIPlanPtr plan_fire = NULL;
 static SPIPlanPtr plan_due_names = NULL;
@@ -57,19 +57,20 @@ static SPIPlanPtr plan_next_due = NULL;
  * schedule that never fires.
  */
 static TimestampTz
-periodic_first_run(const char *schedule, const char *timezone, TimestampTz after)
+periodic_first_run(const char *schedule, const char *timezone,
+				   TimestampTz after)
 {
 	SchedqSchedule sched;
-	pg_tz	   *tz;
-	TimestampTz next;
+	pg_tz		  *tz;
+	TimestampTz	   next;
 
 	schedq_cron_parse(schedule, &sched);
 	tz = schedq_cron_timezone(timezone);
 	if (!schedq_cron_next(&sched, tz, after, &next))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("schedule \"%s\" never fires", schedule),
-				errdetail("No time after %s matches it.", timestamptz_to_str(after)));
+				errdetail("No time after %s matches it.",
+						  timestamptz_to_str(after)));
 	return next;
 }
 
@@ -82,20 +83,18 @@ Datum
 schedq_next_runs(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *timezone = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	TimestampTz after = PG_GETARG_TIMESTAMPTZ(2);
-	int32		n = PG_GETARG_INT32(3);
+	char		  *schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char		  *timezone = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	TimestampTz	   after = PG_GETARG_TIMESTAMPTZ(2);
+	int32		   n = PG_GETARG_INT32(3);
 	SchedqSchedule sched;
-	pg_tz	   *tz;
+	pg_tz		  *tz;
 
 	if (n <= 0 || n > NEXT_RUNS_MAX)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("n must be between 1 and %d", NEXT_RUNS_MAX));
 	if (TIMESTAMP_NOT_FINITE(after))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("after must be finite"));
 	schedq_cron_parse(schedule, &sched);
 	tz = schedq_cron_timezone(timezone);
@@ -111,7 +110,8 @@ schedq_next_runs(PG_FUNCTION_ARGS)
 		if (!schedq_cron_next(&sched, tz, after, &next))
 			break;
 		value = TimestampTzGetDatum(next);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value,
+							 &isnull);
 		after = next;
 	}
 	return (Datum) 0;
@@ -127,10 +127,12 @@ Datum
 schedq_next_run(PG_FUNCTION_ARGS)
 {
 	SchedqSchedule sched;
-	TimestampTz next;
+	TimestampTz	   next;
 
 	schedq_cron_parse(text_to_cstring(PG_GETARG_TEXT_PP(0)), &sched);
-	if (!schedq_cron_next(&sched, schedq_cron_timezone(text_to_cstring(PG_GETARG_TEXT_PP(1))),
+	if (!schedq_cron_next(&sched,
+						  schedq_cron_timezone(
+							  text_to_cstring(PG_GETARG_TEXT_PP(1))),
 						  PG_GETARG_TIMESTAMPTZ(2), &next))
 		PG_RETURN_NULL();
 	PG_RETURN_TIMESTAMPTZ(next);
@@ -144,14 +146,16 @@ schedq_next_run(PG_FUNCTION_ARGS)
 static void
 periodic_upsert(Datum *values, bool *nulls)
 {
-	static const Oid types[] = {
-		TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
-		INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-		NUMERICOID, TIMESTAMPTZOID, OIDOID
-	};
+	static const Oid		 types[] = { TEXTOID,		 TEXTOID,	   TEXTOID,
+										 JSONBOID,		 TEXTOID,	   BOOLOID,
+										 TEXTOID,		 INT4OID,	   INT4OID,
+										 INTERVALOID,	 TEXTOID,	   TEXTOID,
+										 TEXTARRAYOID,	 TEXTARRAYOID, NUMERICOID,
+										 TIMESTAMPTZOID, OIDOID };
 	static const char *const required[] = {
-		"name", "schedule", "kind", "payload", "timezone", "enabled", "queue",
-		"priority", "max_attempts", NULL, NULL, NULL, "required_caps", "budgets", "cost"
+		"name",	   "schedule", "kind",			"payload",		"timezone",
+		"enabled", "queue",	   "priority",		"max_attempts", NULL,
+		NULL,	   NULL,	   "required_caps", "budgets",		"cost"
 	};
 	Datum		args[17];
 	char		argnulls[17];
@@ -162,33 +166,35 @@ periodic_upsert(Datum *values, bool *nulls)
 
 	for (int i = 0; i < 15; i++)
 		if (nulls[i] && required[i] != NULL)
-			ereport(ERROR,
-					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("%s must not be null", required[i]));
 	name = TextDatumGetCString(values[0]);
 	if (name[0] == '\0')
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("name must not be empty"));
-	next = periodic_first_run(TextDatumGetCString(values[1]), TextDatumGetCString(values[4]),
+	next = periodic_first_run(TextDatumGetCString(values[1]),
+							  TextDatumGetCString(values[4]),
 							  GetCurrentTimestamp());
 
 	schedq_call_begin(&call);
-	schedq_check_task_options(values[2], values[3], values[6], values[7], values[8],
-							  nulls[9] ? (Datum) 0 : values[9],
+	schedq_check_task_options(values[2], values[3], values[6], values[7],
+							  values[8], nulls[9] ? (Datum) 0 : values[9],
 							  nulls[10] ? (Datum) 0 : values[10],
-							  nulls[11] ? (Datum) 0 : values[11],
-							  values[12], values[13], values[14]);
+							  nulls[11] ? (Datum) 0 : values[11], values[12],
+							  values[13], values[14]);
 
 	/* replacing another role's schedule takes that role's privileges */
-	if (schedq_execute(schedq_plan(&plan_owner,
-								   "SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
-								   1, (Oid[]) { TEXTOID }),
-					   values, NULL, 0, SPI_OK_SELECT) > 0 &&
-		!schedq_caller_acts_for(&call, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-																	  SPI_tuptable->tupdesc, 1, &isnull))))
-		ereport(ERROR,
-				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+	if (schedq_execute(
+			schedq_plan(
+				&plan_owner,
+				"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
+				1, (Oid[]){ TEXTOID }),
+			values, NULL, 0, SPI_OK_SELECT) > 0 &&
+		!schedq_caller_acts_for(&call, DatumGetObjectId(
+										   SPI_getbinval(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc,
+														 1, &isnull))))
+		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				errmsg("permission denied for periodic task \"%s\"", name));
 
 	for (int i = 0; i < 15; i++)
@@ -201,22 +207,23 @@ periodic_upsert(Datum *values, bool *nulls)
 	args[16] = ObjectIdGetDatum(call.caller);
 	argnulls[16] = ' ';
 	schedq_execute(
-		schedq_plan(&plan_upsert,
-					"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
-					"  enabled, queue, priority, max_attempts, timeout, lock_key,"
-					"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
-					" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-					"  $15, $16, $17::regrole)"
-					" ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule,"
-					"  kind = EXCLUDED.kind, payload = EXCLUDED.payload,"
-					"  timezone = EXCLUDED.timezone, enabled = EXCLUDED.enabled,"
-					"  queue = EXCLUDED.queue, priority = EXCLUDED.priority,"
-					"  max_attempts = EXCLUDED.max_attempts, timeout = EXCLUDED.timeout,"
-					"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
-					"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
-					"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
-					"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()",
-					17, types),
+		schedq_plan(
+			&plan_upsert,
+			"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
+			"  enabled, queue, priority, max_attempts, timeout, lock_key,"
+			"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+			"  $15, $16, $17::regrole)"
+			" ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule,"
+			"  kind = EXCLUDED.kind, payload = EXCLUDED.payload,"
+			"  timezone = EXCLUDED.timezone, enabled = EXCLUDED.enabled,"
+			"  queue = EXCLUDED.queue, priority = EXCLUDED.priority,"
+			"  max_attempts = EXCLUDED.max_attempts, timeout = EXCLUDED.timeout,"
+			"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
+			"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
+			"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
+			"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()",
+			17, types),
 		args, argnulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 	schedq_wake_scheduler_at_commit();
@@ -232,8 +239,8 @@ PG_FUNCTION_INFO_V1(schedq_schedule);
 Datum
 schedq_schedule(PG_FUNCTION_ARGS)
 {
-	Datum		values[15];
-	bool		nulls[15];
+	Datum values[15];
+	bool  nulls[15];
 
 	for (int i = 0; i < 15; i++)
 	{
@@ -253,19 +260,17 @@ PG_FUNCTION_INFO_V1(schedq_schedule_sql);
 Datum
 schedq_schedule_sql(PG_FUNCTION_ARGS)
 {
-	Datum		values[15];
-	bool		nulls[15];
-	char	   *command;
-	Datum		sql = CStringGetTextDatum("sql");
+	Datum values[15];
+	bool  nulls[15];
+	char *command;
+	Datum sql = CStringGetTextDatum("sql");
 
 	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("command must not be null"));
 	command = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (command[strspn(command, " \t\r\n")] == '\0')
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("command must not be empty"));
 
 	memset(nulls, 0, sizeof(nulls));
@@ -282,7 +287,8 @@ schedq_schedule_sql(PG_FUNCTION_ARGS)
 	values[7] = Int32GetDatum(0);
 	values[8] = Int32GetDatum(5);
 	nulls[9] = nulls[10] = nulls[11] = true;
-	values[12] = PointerGetDatum(construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
+	values[12] = PointerGetDatum(
+		construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
 	values[13] = PointerGetDatum(construct_empty_array(TEXTOID));
 	values[14] = DirectFunctionCall1(int4_numeric, Int32GetDatum(1));
 	periodic_upsert(values, nulls);
@@ -297,32 +303,37 @@ PG_FUNCTION_INFO_V1(schedq_unschedule);
 Datum
 schedq_unschedule(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	Datum		name;
-	bool		found = false;
-	bool		isnull;
+	SchedqCall call;
+	Datum	   name;
+	bool	   found = false;
+	bool	   isnull;
 
 	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("name must not be null"));
 	name = PG_GETARG_DATUM(0);
 
 	schedq_call_begin(&call);
-	if (schedq_execute(schedq_plan(&plan_owner,
-								   "SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
-								   1, (Oid[]) { TEXTOID }),
-					   &name, NULL, 0, SPI_OK_SELECT) > 0)
+	if (schedq_execute(
+			schedq_plan(
+				&plan_owner,
+				"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
+				1, (Oid[]){ TEXTOID }),
+			&name, NULL, 0, SPI_OK_SELECT) > 0)
 	{
-		if (!schedq_caller_acts_for(&call, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-																		  SPI_tuptable->tupdesc, 1, &isnull))))
-			ereport(ERROR,
-					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					errmsg("permission denied for periodic task \"%s\"", TextDatumGetCString(name)));
-		found = schedq_execute(schedq_plan(&plan_delete,
-										   "DELETE FROM schedq.periodic WHERE name = $1",
-										   1, (Oid[]) { TEXTOID }),
-							   &name, NULL, 0, SPI_OK_DELETE) > 0;
+		if (!schedq_caller_acts_for(&call,
+									DatumGetObjectId(
+										SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 1,
+													  &isnull))))
+			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied for periodic task \"%s\"",
+						   TextDatumGetCString(name)));
+		found = schedq_execute(
+					schedq_plan(&plan_delete,
+								"DELETE FROM schedq.periodic WHERE name = $1",
+								1, (Oid[]){ TEXTOID }),
+					&name, NULL, 0, SPI_OK_DELETE) > 0;
 	}
 	schedq_call_end(&call);
 	PG_RETURN_BOOL(found);
@@ -336,54 +347,55 @@ schedq_unschedule(PG_FUNCTION_ARGS)
 static int
 periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 {
-	Datum		values[2] = { TimestampTzGetDatum(now), name };
-	char		nulls[2] = { ' ', name == (Datum) 0 ? 'n' : ' ' };
-	int			n;
+	Datum values[2] = { TimestampTzGetDatum(now), name };
+	char  nulls[2] = { ' ', name == (Datum) 0 ? 'n' : ' ' };
+	int	  n;
 
 	n = schedq_execute(
-		schedq_plan(&plan_fire,
-					"WITH due AS ("
-					"  SELECT p.name, p.last_task_id FROM schedq.periodic p"
-					"  WHERE p.enabled AND p.next_run <= $1"
-					"    AND ($2::text IS NULL OR p.name = $2)"
-					"  ORDER BY p.next_run LIMIT " CppAsString2(PERIODIC_BATCH)
-					"  FOR UPDATE SKIP LOCKED),"
-					" busy AS ("
-					"  SELECT due.name FROM due WHERE due.last_task_id = ANY (ARRAY("
-					"    SELECT t.id FROM schedq.task t"
-					"    WHERE t.id = ANY (ARRAY(SELECT d.last_task_id FROM due d))"
-					"      AND t.status IN ('pending', 'available', 'running')))),"
-					" ins AS ("
-					"  INSERT INTO schedq.task (kind, payload, queue, priority, status, run_at,"
-					"    max_attempts, timeout, lock_key, concurrency_key, required_caps,"
-					"    budgets, cost, owner, periodic, created_at)"
-					"  SELECT p.kind, p.payload, p.queue, p.priority,"
-					"    CASE WHEN p.lock_key IS NULL AND p.concurrency_key IS NULL"
-					"      THEN 'available' ELSE 'pending' END,"
-					"    p.next_run, p.max_attempts, p.timeout, p.lock_key, p.concurrency_key,"
-					"    p.required_caps, p.budgets, p.cost, p.owner, p.name, clock_timestamp()"
-					"  FROM schedq.periodic p JOIN due ON due.name = p.name"
-					"  WHERE NOT EXISTS (SELECT FROM busy WHERE busy.name = p.name)"
-					"  RETURNING id, periodic, status, queue, required_caps),"
-					" fired AS ("
-					"  UPDATE schedq.periodic p SET last_task_id = ins.id,"
-					"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
-					"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
-					"  FROM ins WHERE p.name = ins.periodic RETURNING p.name),"
-					" skipped AS ("
-					"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
-					"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
-					"  FROM busy WHERE p.name = busy.name RETURNING p.name)"
-					" SELECT false, ins.status, ins.queue, ins.required_caps FROM ins"
-					" UNION ALL SELECT true, NULL, NULL, NULL FROM skipped",
-					2, (Oid[]) { TIMESTAMPTZOID, TEXTOID }),
+		schedq_plan(
+			&plan_fire,
+			"WITH due AS ("
+			"  SELECT p.name, p.last_task_id FROM schedq.periodic p"
+			"  WHERE p.enabled AND p.next_run <= $1"
+			"    AND ($2::text IS NULL OR p.name = $2)"
+			"  ORDER BY p.next_run LIMIT " CppAsString2(
+				PERIODIC_BATCH) "  FOR UPDATE SKIP LOCKED),"
+								" busy AS ("
+								"  SELECT due.name FROM due WHERE due.last_task_id = ANY (ARRAY("
+								"    SELECT t.id FROM schedq.task t"
+								"    WHERE t.id = ANY (ARRAY(SELECT d.last_task_id FROM due d))"
+								"      AND t.status IN ('pending', 'available', 'running')))),"
+								" ins AS ("
+								"  INSERT INTO schedq.task (kind, payload, queue, priority, status, run_at,"
+								"    max_attempts, timeout, lock_key, concurrency_key, required_caps,"
+								"    budgets, cost, owner, periodic, created_at)"
+								"  SELECT p.kind, p.payload, p.queue, p.priority,"
+								"    CASE WHEN p.lock_key IS NULL AND p.concurrency_key IS NULL"
+								"      THEN 'available' ELSE 'pending' END,"
+								"    p.next_run, p.max_attempts, p.timeout, p.lock_key, p.concurrency_key,"
+								"    p.required_caps, p.budgets, p.cost, p.owner, p.name, clock_timestamp()"
+								"  FROM schedq.periodic p JOIN due ON due.name = p.name"
+								"  WHERE NOT EXISTS (SELECT FROM busy WHERE busy.name = p.name)"
+								"  RETURNING id, periodic, status, queue, required_caps),"
+								" fired AS ("
+								"  UPDATE schedq.periodic p SET last_task_id = ins.id,"
+								"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
+								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
+								"  FROM ins WHERE p.name = ins.periodic RETURNING p.name),"
+								" skipped AS ("
+								"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
+								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
+								"  FROM busy WHERE p.name = busy.name RETURNING p.name)"
+								" SELECT false, ins.status, ins.queue, ins.required_caps FROM ins"
+								" UNION ALL SELECT true, NULL, NULL, NULL FROM skipped",
+			2, (Oid[]){ TIMESTAMPTZOID, TEXTOID }),
 		values, nulls, 0, SPI_OK_SELECT);
 
 	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool	  isnull;
 
 		if (DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull)))
 		{
@@ -393,7 +405,9 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 		(*fired)++;
 		if (strcmp(SPI_getvalue(tuple, desc, 2), "available") == 0)
 			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 3),
-										   DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)));
+										   DatumGetArrayTypeP(
+											   SPI_getbinval(tuple, desc, 4,
+															 &isnull)));
 		else
 			schedq_wake_scheduler_at_commit();
 	}
@@ -404,16 +418,17 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
  * Run a statement-level step in a subtransaction; on error, return the
  * error's message (and undo the step) instead of raising it.
  */
-typedef int (*PeriodicStep) (TimestampTz now, Datum name, int *fired, int *skipped);
+typedef int (*PeriodicStep)(TimestampTz now, Datum name, int *fired,
+							int *skipped);
 
 static char *
-periodic_try(PeriodicStep step, TimestampTz now, Datum name, int *fired, int *skipped)
+periodic_try(PeriodicStep step, TimestampTz now, Datum name, int *fired,
+			 int *skipped)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	char	   *error = NULL;
-	int			f = 0,
-				s = 0;
+	char		 *error = NULL;
+	int			  f = 0, s = 0;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -428,7 +443,7 @@ periodic_try(PeriodicStep step, TimestampTz now, Datum name, int *fired, int *sk
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData *edata;
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
@@ -451,14 +466,16 @@ static char *periodic_error = NULL;
 static int
 periodic_skip_tick(TimestampTz now, Datum name, int *fired, int *skipped)
 {
-	Datum		args[3] = { name, CStringGetTextDatum(periodic_error), TimestampTzGetDatum(now) };
+	Datum args[3] = { name, CStringGetTextDatum(periodic_error),
+					  TimestampTzGetDatum(now) };
 
 	return schedq_execute(
-		schedq_plan(&plan_fire_error,
-					"UPDATE schedq.periodic SET last_error = $2,"
-					"  next_run = schedq._next_run(schedule, timezone, greatest(next_run, $3))"
-					" WHERE name = $1",
-					3, (Oid[]) { TEXTOID, TEXTOID, TIMESTAMPTZOID }),
+		schedq_plan(
+			&plan_fire_error,
+			"UPDATE schedq.periodic SET last_error = $2,"
+			"  next_run = schedq._next_run(schedule, timezone, greatest(next_run, $3))"
+			" WHERE name = $1",
+			3, (Oid[]){ TEXTOID, TEXTOID, TIMESTAMPTZOID }),
 		args, NULL, 0, SPI_OK_UPDATE);
 }
 
@@ -469,48 +486,50 @@ periodic_skip_tick(TimestampTz now, Datum name, int *fired, int *skipped)
 int
 schedq_periodic_pass(TimestampTz now, bool *more)
 {
-	int			fired = 0;
-	int			skipped = 0;
-	char	   *error;
+	int			   fired = 0;
+	int			   skipped = 0;
+	char		  *error;
 	SPITupleTable *due;
-	int			n;
+	int			   n;
 
 	error = periodic_try(periodic_fire, now, (Datum) 0, &fired, &skipped);
 	if (error != NULL)
 	{
 		/* one by one, so that a bad schedule stalls only itself */
-		Datum		value = TimestampTzGetDatum(now);
+		Datum value = TimestampTzGetDatum(now);
 
 		n = schedq_execute(schedq_plan(&plan_due_names,
 									   "SELECT name FROM schedq.periodic"
 									   " WHERE enabled AND next_run <= $1"
-									   " ORDER BY next_run LIMIT " CppAsString2(PERIODIC_BATCH),
-									   1, (Oid[]) { TIMESTAMPTZOID }),
+									   " ORDER BY next_run LIMIT " CppAsString2(
+										   PERIODIC_BATCH),
+									   1, (Oid[]){ TIMESTAMPTZOID }),
 						   &value, NULL, 0, SPI_OK_SELECT);
 		due = SPI_tuptable;
 		for (int i = 0; i < n; i++)
 		{
-			bool		isnull;
-			Datum		name = SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull);
+			bool  isnull;
+			Datum name = SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull);
 
 			error = periodic_try(periodic_fire, now, name, &fired, &skipped);
 			if (error == NULL)
 				continue;
-			ereport(WARNING,
-					errmsg("periodic task \"%s\" could not fire: %s",
-						   TextDatumGetCString(name), error));
+			ereport(WARNING, errmsg("periodic task \"%s\" could not fire: %s",
+									TextDatumGetCString(name), error));
 			/* skip the tick; if even the next run cannot be found, disable */
 			periodic_error = error;
-			if (periodic_try(periodic_skip_tick, now, name, &fired, &skipped) != NULL)
+			if (periodic_try(periodic_skip_tick, now, name, &fired, &skipped) !=
+				NULL)
 			{
-				Datum		args[2] = { name, CStringGetTextDatum(error) };
+				Datum args[2] = { name, CStringGetTextDatum(error) };
 
-				schedq_execute(schedq_plan(&plan_disable,
-										   "UPDATE schedq.periodic"
-										   " SET enabled = false, last_error = $2"
-										   " WHERE name = $1",
-										   2, (Oid[]) { TEXTOID, TEXTOID }),
-							   args, NULL, 0, SPI_OK_UPDATE);
+				schedq_execute(
+					schedq_plan(&plan_disable,
+								"UPDATE schedq.periodic"
+								" SET enabled = false, last_error = $2"
+								" WHERE name = $1",
+								2, (Oid[]){ TEXTOID, TEXTOID }),
+					args, NULL, 0, SPI_OK_UPDATE);
 			}
 		}
 	}
@@ -527,14 +546,16 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 TimestampTz
 schedq_periodic_next_due(void)
 {
-	bool		isnull;
-	Datum		next;
+	bool  isnull;
+	Datum next;
 
-	schedq_execute(schedq_plan(&plan_next_due,
-							   "SELECT min(next_run) FROM schedq.periodic WHERE enabled",
-							   0, NULL),
-				   NULL, NULL, 0, SPI_OK_SELECT);
-	next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	schedq_execute(
+		schedq_plan(&plan_next_due,
+					"SELECT min(next_run) FROM schedq.periodic WHERE enabled",
+					0, NULL),
+		NULL, NULL, 0, SPI_OK_SELECT);
+	next =
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
 }
 
@@ -547,9 +568,9 @@ PG_FUNCTION_INFO_V1(schedq_periodic_once);
 Datum
 schedq_periodic_once(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	bool		more = false;
-	int			fired;
+	SchedqCall call;
+	bool	   more = false;
+	int		   fired;
 
 	schedq_call_begin(&call);
 	fired = schedq_periodic_pass(PG_GETARG_TIMESTAMPTZ(0), &more);

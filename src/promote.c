@@ -48,7 +48,7 @@
 #include "wake.h"
 
 /* Advisory lock keys: (database, SCHEDQ_LOCK_CLASS, what). */
-#define SCHEDQ_LOCK_CLASS 0x53510000	/* "SQ" */
+#define SCHEDQ_LOCK_CLASS	0x53510000 /* "SQ" */
 #define SCHEDQ_LOCK_PROMOTE 1
 
 static SPIPlanPtr plan_events = NULL;
@@ -68,12 +68,12 @@ static SPIPlanPtr plan_gate_event = NULL;
 /* What the pass knows about one key, cached for the pass. */
 typedef struct KeyState
 {
-	char		key[NAMEDATALEN * 2];	/* hash key: "L:" or "C:" + key */
-	int64		head;			/* lock key: first live task in key order */
-	bool		held;			/* lock key: a task of it is active, or was
+	char  key[NAMEDATALEN * 2]; /* hash key: "L:" or "C:" + key */
+	int64 head;					/* lock key: first live task in key order */
+	bool  held;					/* lock key: a task of it is active, or was
 								 * promoted in this pass */
-	int32		limit;			/* concurrency key: -1 = no limit */
-	int64		active;			/* concurrency key: available + running */
+	int32 limit;				/* concurrency key: -1 = no limit */
+	int64 active;				/* concurrency key: available + running */
 } KeyState;
 
 /*
@@ -82,9 +82,10 @@ typedef struct KeyState
 static void
 promote_lock(void)
 {
-	LOCKTAG		tag;
+	LOCKTAG tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SCHEDQ_LOCK_CLASS, SCHEDQ_LOCK_PROMOTE, 2);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SCHEDQ_LOCK_CLASS,
+						 SCHEDQ_LOCK_PROMOTE, 2);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -95,22 +96,23 @@ static void
 promote_consume_events(bool *more)
 {
 	SPITupleTable *events;
-	int			n;
-	Datum		locks;
-	Datum		limits;
-	Datum		finished;
-	bool		isnull;
+	int			   n;
+	Datum		   locks;
+	Datum		   limits;
+	Datum		   finished;
+	bool		   isnull;
 
 	n = schedq_execute(
-		schedq_plan(&plan_events,
-					"WITH e AS (DELETE FROM schedq.gate_event"
-					"           RETURNING lock_key, concurrency_key, task_id)"
-					" SELECT array_agg(DISTINCT lock_key) FILTER (WHERE lock_key IS NOT NULL),"
-					"        array_agg(DISTINCT concurrency_key)"
-					"          FILTER (WHERE concurrency_key IS NOT NULL),"
-					"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
-					" FROM e",
-					0, NULL),
+		schedq_plan(
+			&plan_events,
+			"WITH e AS (DELETE FROM schedq.gate_event"
+			"           RETURNING lock_key, concurrency_key, task_id)"
+			" SELECT array_agg(DISTINCT lock_key) FILTER (WHERE lock_key IS NOT NULL),"
+			"        array_agg(DISTINCT concurrency_key)"
+			"          FILTER (WHERE concurrency_key IS NOT NULL),"
+			"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
+			" FROM e",
+			0, NULL),
 		NULL, NULL, 0, SPI_OK_SELECT);
 	if (n == 0)
 		return;
@@ -118,25 +120,27 @@ promote_consume_events(bool *more)
 	locks = SPI_getbinval(events->vals[0], events->tupdesc, 1, &isnull);
 	if (!isnull)
 		schedq_execute(
-			schedq_plan(&plan_unpark_lock,
-						"UPDATE schedq.task SET parked = false, parked_on = NULL"
-						" WHERE id IN (SELECT (SELECT h.id FROM schedq.task h"
-						"                      WHERE h.lock_key = k"
-						"                        AND h.status IN ('pending', 'available', 'running')"
-						"                      ORDER BY h.version, h.id LIMIT 1)"
-						"              FROM unnest($1::text[]) k)"
-						" AND status = 'pending' AND parked",
-						1, (Oid[]) { TEXTARRAYOID }),
+			schedq_plan(
+				&plan_unpark_lock,
+				"UPDATE schedq.task SET parked = false, parked_on = NULL"
+				" WHERE id IN (SELECT (SELECT h.id FROM schedq.task h"
+				"                      WHERE h.lock_key = k"
+				"                        AND h.status IN ('pending', 'available', 'running')"
+				"                      ORDER BY h.version, h.id LIMIT 1)"
+				"              FROM unnest($1::text[]) k)"
+				" AND status = 'pending' AND parked",
+				1, (Oid[]){ TEXTARRAYOID }),
 			&locks, NULL, 0, SPI_OK_UPDATE);
 
 	finished = SPI_getbinval(events->vals[0], events->tupdesc, 3, &isnull);
 	if (!isnull)
 		schedq_execute(
-			schedq_plan(&plan_unpark_dependents,
-						"UPDATE schedq.task SET parked = false, parked_on = NULL"
-						" WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
-						" AND status = 'pending' AND parked",
-						1, (Oid[]) { INT8ARRAYOID }),
+			schedq_plan(
+				&plan_unpark_dependents,
+				"UPDATE schedq.task SET parked = false, parked_on = NULL"
+				" WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
+				" AND status = 'pending' AND parked",
+				1, (Oid[]){ INT8ARRAYOID }),
 			&finished, NULL, 0, SPI_OK_UPDATE);
 
 	limits = SPI_getbinval(events->vals[0], events->tupdesc, 2, &isnull);
@@ -148,26 +152,30 @@ promote_consume_events(bool *more)
 		 * whole batch gets another event, so the rest follows next pass.
 		 */
 		schedq_execute(
-			schedq_plan(&plan_unpark_concurrency,
-						"WITH room AS ("
-						"  SELECT c, COALESCE((SELECT l.max_active FROM schedq.concurrency_limit l"
-						"               WHERE l.key = c), " CppAsString2(PROMOTE_BATCH) ")"
-						"     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
-						"        AND a.status IN ('available', 'running')) AS n"
-						"  FROM unnest($1::text[]) c),"
-						" freed AS ("
-						"  SELECT room.c, x.id, room.n FROM room, LATERAL ("
-						"    SELECT t.id FROM schedq.task t"
-						"    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
-						"      AND t.parked AND t.parked_on = 'limit'"
-						"    ORDER BY t.priority DESC, t.run_at, t.id"
-						"    LIMIT least(greatest(room.n, 0), " CppAsString2(PROMOTE_BATCH) ")) x),"
-						" unparked AS (UPDATE schedq.task t SET parked = false, parked_on = NULL"
-						"   FROM freed WHERE t.id = freed.id RETURNING freed.c, freed.n)"
-						" INSERT INTO schedq.gate_event (concurrency_key)"
-						" SELECT c FROM unparked GROUP BY c"
-						" HAVING count(*) = " CppAsString2(PROMOTE_BATCH),
-						1, (Oid[]) { TEXTARRAYOID }),
+			schedq_plan(
+				&plan_unpark_concurrency,
+				"WITH room AS ("
+				"  SELECT c, COALESCE((SELECT l.max_active FROM schedq.concurrency_limit l"
+				"               WHERE l.key = c), " CppAsString2(
+					PROMOTE_BATCH) ")"
+								   "     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
+								   "        AND a.status IN ('available', 'running')) AS n"
+								   "  FROM unnest($1::text[]) c),"
+								   " freed AS ("
+								   "  SELECT room.c, x.id, room.n FROM room, LATERAL ("
+								   "    SELECT t.id FROM schedq.task t"
+								   "    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
+								   "      AND t.parked AND t.parked_on = 'limit'"
+								   "    ORDER BY t.priority DESC, t.run_at, t.id"
+								   "    LIMIT least(greatest(room.n, 0), " CppAsString2(
+									   PROMOTE_BATCH) ")) x),"
+													  " unparked AS (UPDATE schedq.task t SET parked = false, parked_on = NULL"
+													  "   FROM freed WHERE t.id = freed.id RETURNING freed.c, freed.n)"
+													  " INSERT INTO schedq.gate_event (concurrency_key)"
+													  " SELECT c FROM unparked GROUP BY c"
+													  " HAVING count(*) = " CppAsString2(
+														  PROMOTE_BATCH),
+				1, (Oid[]){ TEXTARRAYOID }),
 			&limits, NULL, 0, SPI_OK_INSERT);
 		if (SPI_processed > 0)
 			*more = true;
@@ -181,30 +189,36 @@ promote_consume_events(bool *more)
 static int
 promote_plain(TimestampTz now, TimestampTz *oldest)
 {
-	Datum		value = TimestampTzGetDatum(now);
-	int			n;
+	Datum value = TimestampTzGetDatum(now);
+	int	  n;
 
 	n = schedq_execute(
-		schedq_plan(&plan_plain,
-					"WITH p AS (SELECT id FROM schedq.task"
-					"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-					"    AND lock_key IS NULL AND concurrency_key IS NULL"
-					"    AND depends_on = '{}'"
-					"  ORDER BY run_at, id LIMIT " CppAsString2(PROMOTE_BATCH)
-					"  FOR UPDATE SKIP LOCKED)"
-					" UPDATE schedq.task t SET status = 'available'"
-					" WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
-					" RETURNING t.queue, t.required_caps, t.run_at",
-					1, (Oid[]) { TIMESTAMPTZOID }),
+		schedq_plan(
+			&plan_plain,
+			"WITH p AS (SELECT id FROM schedq.task"
+			"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+			"    AND lock_key IS NULL AND concurrency_key IS NULL"
+			"    AND depends_on = '{}'"
+			"  ORDER BY run_at, id LIMIT " CppAsString2(
+				PROMOTE_BATCH) "  FOR UPDATE SKIP LOCKED)"
+							   " UPDATE schedq.task t SET status = 'available'"
+							   " WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
+							   " RETURNING t.queue, t.required_caps, t.run_at",
+			1, (Oid[]){ TIMESTAMPTZOID }),
 		&value, NULL, 0, SPI_OK_UPDATE_RETURNING);
 	for (int i = 0; i < n; i++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		bool		isnull;
-		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull));
+		TimestampTz run_at = DatumGetTimestampTz(
+			SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull));
 
-		schedq_wake_claimers_at_commit(SPI_getvalue(tuple, SPI_tuptable->tupdesc, 1),
-									   DatumGetArrayTypeP(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull)));
+		schedq_wake_claimers_at_commit(SPI_getvalue(tuple,
+													SPI_tuptable->tupdesc, 1),
+									   DatumGetArrayTypeP(
+										   SPI_getbinval(tuple,
+														 SPI_tuptable->tupdesc,
+														 2, &isnull)));
 		if (run_at < *oldest)
 			*oldest = run_at;
 	}
@@ -214,7 +228,7 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 static KeyState *
 promote_key(HTAB *keys, char kind, const char *key, bool *found)
 {
-	char		hkey[NAMEDATALEN * 2];
+	char hkey[NAMEDATALEN * 2];
 
 	memset(hkey, 0, sizeof(hkey));
 	hkey[0] = kind;
@@ -231,25 +245,30 @@ promote_key(HTAB *keys, char kind, const char *key, bool *found)
 static bool
 promote_lock_gate(HTAB *keys, const char *lock_key, int64 id)
 {
-	bool		found;
-	KeyState   *ks = promote_key(keys, 'L', lock_key, &found);
+	bool	  found;
+	KeyState *ks = promote_key(keys, 'L', lock_key, &found);
 
 	if (!found)
 	{
-		Datum		value = CStringGetTextDatum(lock_key);
-		bool		isnull;
+		Datum value = CStringGetTextDatum(lock_key);
+		bool  isnull;
 
 		schedq_execute(
-			schedq_plan(&plan_lock_state,
-						"SELECT (SELECT h.id FROM schedq.task h WHERE h.lock_key = $1"
-						"          AND h.status IN ('pending', 'available', 'running')"
-						"        ORDER BY h.version, h.id LIMIT 1),"
-						"       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
-						"          AND a.status IN ('available', 'running'))",
-						1, (Oid[]) { TEXTOID }),
+			schedq_plan(
+				&plan_lock_state,
+				"SELECT (SELECT h.id FROM schedq.task h WHERE h.lock_key = $1"
+				"          AND h.status IN ('pending', 'available', 'running')"
+				"        ORDER BY h.version, h.id LIMIT 1),"
+				"       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
+				"          AND a.status IN ('available', 'running'))",
+				1, (Oid[]){ TEXTOID }),
 			&value, NULL, 0, SPI_OK_SELECT);
-		ks->head = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		ks->held = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		ks->head =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+		ks->held =
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 2, &isnull));
 	}
 	return ks->head == id && !ks->held;
 }
@@ -260,25 +279,30 @@ promote_lock_gate(HTAB *keys, const char *lock_key, int64 id)
 static bool
 promote_concurrency_gate(HTAB *keys, const char *concurrency_key)
 {
-	bool		found;
-	KeyState   *ks = promote_key(keys, 'C', concurrency_key, &found);
+	bool	  found;
+	KeyState *ks = promote_key(keys, 'C', concurrency_key, &found);
 
 	if (!found)
 	{
-		Datum		value = CStringGetTextDatum(concurrency_key);
-		bool		isnull;
+		Datum value = CStringGetTextDatum(concurrency_key);
+		bool  isnull;
 
 		schedq_execute(
-			schedq_plan(&plan_concurrency_state,
-						"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
-						"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
-						"          AND status IN ('available', 'running'))",
-						1, (Oid[]) { TEXTOID }),
+			schedq_plan(
+				&plan_concurrency_state,
+				"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
+				"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
+				"          AND status IN ('available', 'running'))",
+				1, (Oid[]){ TEXTOID }),
 			&value, NULL, 0, SPI_OK_SELECT);
-		ks->limit = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		ks->limit =
+			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
 		if (isnull)
 			ks->limit = -1;
-		ks->active = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		ks->active =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 2, &isnull));
 	}
 	return ks->limit < 0 || ks->active < ks->limit;
 }
@@ -290,14 +314,14 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key)
 static bool
 promote_deps_done(int64 id)
 {
-	Datum		value = Int64GetDatum(id);
+	Datum value = Int64GetDatum(id);
 
 	return schedq_execute(
 			   schedq_plan(&plan_deps,
 						   "SELECT FROM schedq.task t, unnest(t.depends_on) d"
 						   " JOIN schedq.task x ON x.id = d"
 						   " WHERE t.id = $1 AND x.status <> 'done' LIMIT 1",
-						   1, (Oid[]) { INT8OID }),
+						   1, (Oid[]){ INT8OID }),
 			   &value, NULL, 1, SPI_OK_SELECT) == 0;
 }
 
@@ -308,29 +332,30 @@ promote_deps_done(int64 id)
 static int
 promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 {
-	Datum		value = TimestampTzGetDatum(now);
+	Datum		   value = TimestampTzGetDatum(now);
 	SPITupleTable *rows;
-	HASHCTL		ctl;
-	HTAB	   *keys;
-	int			n;
-	Datum	   *promote;
-	Datum	   *park;
-	Datum	   *reasons;
-	int			npromote = 0;
-	int			npark = 0;
-	int			done = 0;
+	HASHCTL		   ctl;
+	HTAB		  *keys;
+	int			   n;
+	Datum		  *promote;
+	Datum		  *park;
+	Datum		  *reasons;
+	int			   npromote = 0;
+	int			   npark = 0;
+	int			   done = 0;
 
 	n = schedq_execute(
-		schedq_plan(&plan_gated,
-					"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
-					"  SELECT * FROM schedq.task"
-					"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-					"    AND (lock_key IS NOT NULL OR concurrency_key IS NOT NULL"
-					"         OR depends_on <> '{}')"
-					"  ORDER BY run_at, id LIMIT " CppAsString2(PROMOTE_BATCH)
-					"  FOR UPDATE SKIP LOCKED) t"
-					" ORDER BY priority DESC, run_at, id",
-					1, (Oid[]) { TIMESTAMPTZOID }),
+		schedq_plan(
+			&plan_gated,
+			"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
+			"  SELECT * FROM schedq.task"
+			"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+			"    AND (lock_key IS NOT NULL OR concurrency_key IS NOT NULL"
+			"         OR depends_on <> '{}')"
+			"  ORDER BY run_at, id LIMIT " CppAsString2(
+				PROMOTE_BATCH) "  FOR UPDATE SKIP LOCKED) t"
+							   " ORDER BY priority DESC, run_at, id",
+			1, (Oid[]){ TIMESTAMPTZOID }),
 		&value, NULL, 0, SPI_OK_SELECT);
 	if (n == 0)
 		return 0;
@@ -342,21 +367,23 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	ctl.keysize = NAMEDATALEN * 2;
 	ctl.entrysize = sizeof(KeyState);
 	ctl.hcxt = CurrentMemoryContext;
-	keys = hash_create("schedq promotion keys", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	keys = hash_create("schedq promotion keys", 64, &ctl,
+					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	promote = palloc(sizeof(Datum) * n);
 	park = palloc(sizeof(Datum) * n);
 	reasons = palloc(sizeof(Datum) * n);
 
 	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tuple = rows->vals[i];
-		TupleDesc	desc = rows->tupdesc;
-		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		char	   *lock_key = SPI_getvalue(tuple, desc, 2);
-		char	   *concurrency_key = SPI_getvalue(tuple, desc, 3);
-		bool		has_deps = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
-		TimestampTz run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 5, &isnull));
+		HeapTuple tuple = rows->vals[i];
+		TupleDesc desc = rows->tupdesc;
+		bool	  isnull;
+		int64	  id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		char	 *lock_key = SPI_getvalue(tuple, desc, 2);
+		char	 *concurrency_key = SPI_getvalue(tuple, desc, 3);
+		bool has_deps = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
+		TimestampTz run_at =
+			DatumGetTimestampTz(SPI_getbinval(tuple, desc, 5, &isnull));
 
 		if (has_deps && !promote_deps_done(id))
 		{
@@ -370,7 +397,8 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 			park[npark++] = Int64GetDatum(id);
 			continue;
 		}
-		if (concurrency_key != NULL && !promote_concurrency_gate(keys, concurrency_key))
+		if (concurrency_key != NULL &&
+			!promote_concurrency_gate(keys, concurrency_key))
 		{
 			reasons[npark] = CStringGetTextDatum("limit");
 			park[npark++] = Int64GetDatum(id);
@@ -378,13 +406,13 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 		}
 		if (lock_key != NULL)
 		{
-			bool		found;
+			bool found;
 
 			promote_key(keys, 'L', lock_key, &found)->held = true;
 		}
 		if (concurrency_key != NULL)
 		{
-			bool		found;
+			bool found;
 
 			promote_key(keys, 'C', concurrency_key, &found)->active++;
 		}
@@ -395,39 +423,49 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 
 	if (npromote > 0)
 	{
-		Datum		ids = PointerGetDatum(construct_array(promote, npromote, INT8OID, 8,
-														  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		Datum ids =
+			PointerGetDatum(construct_array(promote, npromote, INT8OID, 8,
+											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
 		done = schedq_execute(
 			schedq_plan(&plan_promote,
 						"UPDATE schedq.task SET status = 'available'"
 						" WHERE id = ANY ($1) AND status = 'pending'"
 						" RETURNING queue, required_caps",
-						1, (Oid[]) { INT8ARRAYOID }),
+						1, (Oid[]){ INT8ARRAYOID }),
 			&ids, NULL, 0, SPI_OK_UPDATE_RETURNING);
 		for (int i = 0; i < done; i++)
 		{
-			bool		isnull;
+			bool isnull;
 
-			schedq_wake_claimers_at_commit(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-										   DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[i],
-																			SPI_tuptable->tupdesc, 2, &isnull)));
+			schedq_wake_claimers_at_commit(SPI_getvalue(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc,
+														1),
+										   DatumGetArrayTypeP(
+											   SPI_getbinval(SPI_tuptable
+																 ->vals[i],
+															 SPI_tuptable
+																 ->tupdesc,
+															 2, &isnull)));
 		}
 	}
 	if (npark > 0)
 	{
-		Datum		args[2];
+		Datum args[2];
 
-		args[0] = PointerGetDatum(construct_array(park, npark, INT8OID, 8,
-												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		args[1] = PointerGetDatum(construct_array(reasons, npark, TEXTOID, -1,
-												  false, TYPALIGN_INT));
-		schedq_execute(schedq_plan(&plan_park,
-								   "UPDATE schedq.task t SET parked = true, parked_on = p.reason"
-								   " FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
-								   " WHERE t.id = p.id AND t.status = 'pending'",
-								   2, (Oid[]) { INT8ARRAYOID, TEXTARRAYOID }),
-					   args, NULL, 0, SPI_OK_UPDATE);
+		args[0] =
+			PointerGetDatum(construct_array(park, npark, INT8OID, 8,
+											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		args[1] = PointerGetDatum(
+			construct_array(reasons, npark, TEXTOID, -1, false, TYPALIGN_INT));
+		schedq_execute(
+			schedq_plan(
+				&plan_park,
+				"UPDATE schedq.task t SET parked = true, parked_on = p.reason"
+				" FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
+				" WHERE t.id = p.id AND t.status = 'pending'",
+				2, (Oid[]){ INT8ARRAYOID, TEXTARRAYOID }),
+			args, NULL, 0, SPI_OK_UPDATE);
 	}
 	hash_destroy(keys);
 	return done;
@@ -469,16 +507,18 @@ schedq_promote_pass(TimestampTz now, bool *more)
 TimestampTz
 schedq_next_due(TimestampTz now)
 {
-	Datum		value = TimestampTzGetDatum(now);
-	bool		isnull;
-	Datum		next;
+	Datum value = TimestampTzGetDatum(now);
+	bool  isnull;
+	Datum next;
 
-	schedq_execute(schedq_plan(&plan_next_due,
-							   "SELECT min(run_at) FROM schedq.task"
-							   " WHERE status = 'pending' AND NOT parked AND run_at > $1",
-							   1, (Oid[]) { TIMESTAMPTZOID }),
-				   &value, NULL, 0, SPI_OK_SELECT);
-	next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	schedq_execute(
+		schedq_plan(&plan_next_due,
+					"SELECT min(run_at) FROM schedq.task"
+					" WHERE status = 'pending' AND NOT parked AND run_at > $1",
+					1, (Oid[]){ TIMESTAMPTZOID }),
+		&value, NULL, 0, SPI_OK_SELECT);
+	next =
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
 }
 
@@ -489,8 +529,9 @@ schedq_next_due(TimestampTz now)
 void
 schedq_unpark_all(void)
 {
-	if (SPI_execute("UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked",
-					false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute(
+			"UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked",
+			false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not unpark tasks");
 }
 
@@ -504,9 +545,9 @@ PG_FUNCTION_INFO_V1(schedq_promote_once);
 Datum
 schedq_promote_once(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	bool		more = false;
-	int			promoted;
+	SchedqCall call;
+	bool	   more = false;
+	int		   promoted;
 
 	schedq_call_begin(&call);
 	promoted = schedq_promote_pass(PG_GETARG_TIMESTAMPTZ(0), &more);
@@ -525,30 +566,38 @@ Datum
 schedq_gate_event_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	desc;
-	Datum		values[3];
-	char		nulls[3];
-	bool		isnull;
+	TupleDesc	 desc;
+	Datum		 values[3];
+	char		 nulls[3];
+	bool		 isnull;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "schedq._gate_event() must be called as a trigger");
 
 	desc = trigdata->tg_relation->rd_att;
-	values[0] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "lock_key"), desc, &isnull);
+	values[0] = heap_getattr(trigdata->tg_trigtuple,
+							 SPI_fnumber(desc, "lock_key"), desc, &isnull);
 	nulls[0] = isnull ? 'n' : ' ';
-	values[1] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "concurrency_key"), desc, &isnull);
+	values[1] =
+		heap_getattr(trigdata->tg_trigtuple,
+					 SPI_fnumber(desc, "concurrency_key"), desc, &isnull);
 	nulls[1] = isnull ? 'n' : ' ';
-	values[2] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "has_dependents"), desc, &isnull);
+	values[2] =
+		heap_getattr(trigdata->tg_trigtuple,
+					 SPI_fnumber(desc, "has_dependents"), desc, &isnull);
 	nulls[2] = DatumGetBool(values[2]) ? ' ' : 'n';
-	values[2] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "id"), desc, &isnull);
+	values[2] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "id"),
+							 desc, &isnull);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	schedq_execute(schedq_plan(&plan_gate_event,
-							   "INSERT INTO schedq.gate_event (lock_key, concurrency_key, task_id)"
-							   " VALUES ($1, $2, $3)",
-							   3, (Oid[]) { TEXTOID, TEXTOID, INT8OID }),
-				   values, nulls, 0, SPI_OK_INSERT);
+	schedq_execute(
+		schedq_plan(
+			&plan_gate_event,
+			"INSERT INTO schedq.gate_event (lock_key, concurrency_key, task_id)"
+			" VALUES ($1, $2, $3)",
+			3, (Oid[]){ TEXTOID, TEXTOID, INT8OID }),
+		values, nulls, 0, SPI_OK_INSERT);
 	SPI_finish();
 	schedq_wake_scheduler_at_commit();
 	return PointerGetDatum(NULL);

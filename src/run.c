@@ -54,13 +54,15 @@ run_note_canceled(int n)
 {
 	for (int i = 0; i < n; i++)
 	{
-		bool		isnull;
-		bool		was_running = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i],
-															 SPI_tuptable->tupdesc, 2, &isnull));
+		bool isnull;
+		bool was_running =
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i],
+									   SPI_tuptable->tupdesc, 2, &isnull));
 
 		if (was_running)
-			schedq_cancel_executor_at_commit(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-																		 SPI_tuptable->tupdesc, 1, &isnull)));
+			schedq_cancel_executor_at_commit(DatumGetInt64(
+				SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+							  &isnull)));
 	}
 }
 
@@ -72,21 +74,19 @@ PG_FUNCTION_INFO_V1(schedq_create_run);
 Datum
 schedq_create_run(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	Datum		values[3];
-	char		nulls[3] = { PG_ARGISNULL(0) ? 'n' : ' ', ' ', ' ' };
-	char	   *policy;
-	bool		isnull;
-	int64		id;
+	SchedqCall call;
+	Datum	   values[3];
+	char	   nulls[3] = { PG_ARGISNULL(0) ? 'n' : ' ', ' ', ' ' };
+	char	  *policy;
+	bool	   isnull;
+	int64	   id;
 
 	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("failure_policy must not be null"));
 	policy = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(policy, "halt") != 0 && strcmp(policy, "continue") != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("invalid failure_policy \"%s\"", policy),
 				errhint("The policies are \"halt\" and \"continue\"."));
 	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
@@ -94,12 +94,14 @@ schedq_create_run(PG_FUNCTION_ARGS)
 
 	schedq_call_begin(&call);
 	values[2] = ObjectIdGetDatum(call.caller);
-	schedq_execute(schedq_plan(&plan_create,
-							   "INSERT INTO schedq.run (name, failure_policy, owner)"
-							   " VALUES ($1, $2, $3::regrole) RETURNING id",
-							   3, (Oid[]) { TEXTOID, TEXTOID, OIDOID }),
-				   values, nulls, 0, SPI_OK_INSERT_RETURNING);
-	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_execute(
+		schedq_plan(&plan_create,
+					"INSERT INTO schedq.run (name, failure_policy, owner)"
+					" VALUES ($1, $2, $3::regrole) RETURNING id",
+					3, (Oid[]){ TEXTOID, TEXTOID, OIDOID }),
+		values, nulls, 0, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									 SPI_tuptable->tupdesc, 1, &isnull));
 	schedq_call_end(&call);
 	PG_RETURN_INT64(id);
 }
@@ -113,50 +115,56 @@ PG_FUNCTION_INFO_V1(schedq_cancel_run);
 Datum
 schedq_cancel_run(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	Datum		id;
-	bool		canceled = false;
-	bool		isnull;
+	SchedqCall call;
+	Datum	   id;
+	bool	   canceled = false;
+	bool	   isnull;
 
 	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("run_id must not be null"));
 	id = PG_GETARG_DATUM(0);
 
 	schedq_call_begin(&call);
-	if (schedq_execute(schedq_plan(&plan_lock_run,
-								   "SELECT status, failure_policy, owner::oid FROM schedq.run"
-								   " WHERE id = $1 FOR UPDATE",
-								   1, (Oid[]) { INT8OID }),
-					   &id, NULL, 0, SPI_OK_SELECT) > 0)
+	if (schedq_execute(
+			schedq_plan(
+				&plan_lock_run,
+				"SELECT status, failure_policy, owner::oid FROM schedq.run"
+				" WHERE id = $1 FOR UPDATE",
+				1, (Oid[]){ INT8OID }),
+			&id, NULL, 0, SPI_OK_SELECT) > 0)
 	{
-		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 3, &isnull));
+		Oid owner =
+			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 3, &isnull));
 
 		if (!schedq_caller_acts_for(&call, owner))
-			ereport(ERROR,
-					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					errmsg("permission denied for run " INT64_FORMAT, DatumGetInt64(id)));
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "running") == 0)
+			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied for run " INT64_FORMAT,
+						   DatumGetInt64(id)));
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								1),
+				   "running") == 0)
 		{
-			schedq_execute(schedq_plan(&plan_cancel_run,
-									   "UPDATE schedq.run SET status = 'canceled',"
-									   " finished_at = now() WHERE id = $1",
-									   1, (Oid[]) { INT8OID }),
-						   &id, NULL, 0, SPI_OK_UPDATE);
-			run_note_canceled(
-				schedq_execute(schedq_plan(&plan_cancel_tasks,
-										   "UPDATE schedq.task t SET status = 'canceled',"
-										   "  finished_at = now()"
-										   " FROM (SELECT id, status FROM schedq.task"
-										   "       WHERE run_id = $1"
-										   "         AND status IN ('pending', 'available', 'running')"
-										   "       FOR UPDATE) o"
-										   " WHERE t.id = o.id"
-										   " RETURNING t.id, o.status = 'running'",
-										   1, (Oid[]) { INT8OID }),
-							   &id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+			schedq_execute(
+				schedq_plan(&plan_cancel_run,
+							"UPDATE schedq.run SET status = 'canceled',"
+							" finished_at = now() WHERE id = $1",
+							1, (Oid[]){ INT8OID }),
+				&id, NULL, 0, SPI_OK_UPDATE);
+			run_note_canceled(schedq_execute(
+				schedq_plan(
+					&plan_cancel_tasks,
+					"UPDATE schedq.task t SET status = 'canceled',"
+					"  finished_at = now()"
+					" FROM (SELECT id, status FROM schedq.task"
+					"       WHERE run_id = $1"
+					"         AND status IN ('pending', 'available', 'running')"
+					"       FOR UPDATE) o"
+					" WHERE t.id = o.id"
+					" RETURNING t.id, o.status = 'running'",
+					1, (Oid[]){ INT8OID }),
+				&id, NULL, 0, SPI_OK_UPDATE_RETURNING));
 			schedq_count(METRIC_RUNS_FINISHED, 1);
 			canceled = true;
 		}
@@ -171,18 +179,22 @@ schedq_cancel_run(PG_FUNCTION_ARGS)
 static void
 run_finish_if_done(Datum run_id)
 {
-	if (schedq_execute(schedq_plan(&plan_any_live,
-								   "SELECT FROM schedq.task WHERE run_id = $1"
-								   " AND status IN ('pending', 'available', 'running') LIMIT 1",
-								   1, (Oid[]) { INT8OID }),
-					   &run_id, NULL, 1, SPI_OK_SELECT) > 0)
+	if (schedq_execute(
+			schedq_plan(
+				&plan_any_live,
+				"SELECT FROM schedq.task WHERE run_id = $1"
+				" AND status IN ('pending', 'available', 'running') LIMIT 1",
+				1, (Oid[]){ INT8OID }),
+			&run_id, NULL, 1, SPI_OK_SELECT) > 0)
 		return;
-	if (schedq_execute(schedq_plan(&plan_finish,
-								   "UPDATE schedq.run SET finished_at = now(),"
-								   " status = CASE WHEN had_failure THEN 'failed' ELSE 'done' END"
-								   " WHERE id = $1 AND status = 'running'",
-								   1, (Oid[]) { INT8OID }),
-					   &run_id, NULL, 0, SPI_OK_UPDATE) > 0)
+	if (schedq_execute(
+			schedq_plan(
+				&plan_finish,
+				"UPDATE schedq.run SET finished_at = now(),"
+				" status = CASE WHEN had_failure THEN 'failed' ELSE 'done' END"
+				" WHERE id = $1 AND status = 'running'",
+				1, (Oid[]){ INT8OID }),
+			&run_id, NULL, 0, SPI_OK_UPDATE) > 0)
 		schedq_count(METRIC_RUNS_FINISHED, 1);
 }
 
@@ -196,12 +208,12 @@ Datum
 schedq_run_event_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	desc;
-	HeapTuple	tuple;
-	bool		isnull;
-	Datum		run_id;
-	Datum		task_id;
-	char	   *status;
+	TupleDesc	 desc;
+	HeapTuple	 tuple;
+	bool		 isnull;
+	Datum		 run_id;
+	Datum		 task_id;
+	char		*status;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "schedq._run_event() must be called as a trigger");
@@ -213,56 +225,64 @@ schedq_run_event_trigger(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (schedq_execute(schedq_plan(&plan_lock_run,
-								   "SELECT status, failure_policy, owner::oid FROM schedq.run"
-								   " WHERE id = $1 FOR UPDATE",
-								   1, (Oid[]) { INT8OID }),
-					   &run_id, NULL, 0, SPI_OK_SELECT) > 0 &&
-		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "running") == 0)
+	if (schedq_execute(
+			schedq_plan(
+				&plan_lock_run,
+				"SELECT status, failure_policy, owner::oid FROM schedq.run"
+				" WHERE id = $1 FOR UPDATE",
+				1, (Oid[]){ INT8OID }),
+			&run_id, NULL, 0, SPI_OK_SELECT) > 0 &&
+		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+			   "running") == 0)
 	{
-		char	   *policy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		char *policy =
+			SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 
 		if (strcmp(status, "done") != 0)
-			schedq_execute(schedq_plan(&plan_mark_failure,
-									   "UPDATE schedq.run SET had_failure = true"
-									   " WHERE id = $1 AND NOT had_failure",
-									   1, (Oid[]) { INT8OID }),
-						   &run_id, NULL, 0, SPI_OK_UPDATE);
+			schedq_execute(
+				schedq_plan(&plan_mark_failure,
+							"UPDATE schedq.run SET had_failure = true"
+							" WHERE id = $1 AND NOT had_failure",
+							1, (Oid[]){ INT8OID }),
+				&run_id, NULL, 0, SPI_OK_UPDATE);
 		if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
 		{
 			if (strcmp(policy, "halt") == 0)
-				run_note_canceled(
-					schedq_execute(schedq_plan(&plan_halt,
-											   "UPDATE schedq.task t SET status = 'canceled',"
-											   "  finished_at = now()"
-											   " FROM (SELECT id, status FROM schedq.task"
-											   "       WHERE run_id = $1"
-											   "         AND status IN ('pending', 'available', 'running')"
-											   "       FOR UPDATE) o"
-											   " WHERE t.id = o.id"
-											   " RETURNING t.id, o.status = 'running'",
-											   1, (Oid[]) { INT8OID }),
-								   &run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+				run_note_canceled(schedq_execute(
+					schedq_plan(
+						&plan_halt,
+						"UPDATE schedq.task t SET status = 'canceled',"
+						"  finished_at = now()"
+						" FROM (SELECT id, status FROM schedq.task"
+						"       WHERE run_id = $1"
+						"         AND status IN ('pending', 'available', 'running')"
+						"       FOR UPDATE) o"
+						" WHERE t.id = o.id"
+						" RETURNING t.id, o.status = 'running'",
+						1, (Oid[]){ INT8OID }),
+					&run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
 			else
 			{
-				Datum		values[2] = { run_id, task_id };
+				Datum values[2] = { run_id, task_id };
 
 				/* the transitive dependents, through the GIN index */
-				schedq_execute(schedq_plan(&plan_skip,
-										   "WITH RECURSIVE d(id) AS ("
-										   "  SELECT t.id FROM schedq.task t"
-										   "  WHERE t.depends_on @> ARRAY[$2::bigint]"
-										   "    AND t.depends_on <> '{}' AND t.run_id = $1"
-										   "  UNION"
-										   "  SELECT t.id FROM d, schedq.task t"
-										   "  WHERE t.depends_on @> ARRAY[d.id]"
-										   "    AND t.depends_on <> '{}' AND t.run_id = $1)"
-										   " UPDATE schedq.task SET status = 'skipped',"
-										   "   finished_at = now()"
-										   " WHERE id IN (SELECT id FROM d)"
-										   "   AND status IN ('pending', 'available', 'running')",
-										   2, (Oid[]) { INT8OID, INT8OID }),
-							   values, NULL, 0, SPI_OK_UPDATE);
+				schedq_execute(
+					schedq_plan(
+						&plan_skip,
+						"WITH RECURSIVE d(id) AS ("
+						"  SELECT t.id FROM schedq.task t"
+						"  WHERE t.depends_on @> ARRAY[$2::bigint]"
+						"    AND t.depends_on <> '{}' AND t.run_id = $1"
+						"  UNION"
+						"  SELECT t.id FROM d, schedq.task t"
+						"  WHERE t.depends_on @> ARRAY[d.id]"
+						"    AND t.depends_on <> '{}' AND t.run_id = $1)"
+						" UPDATE schedq.task SET status = 'skipped',"
+						"   finished_at = now()"
+						" WHERE id IN (SELECT id FROM d)"
+						"   AND status IN ('pending', 'available', 'running')",
+						2, (Oid[]){ INT8OID, INT8OID }),
+					values, NULL, 0, SPI_OK_UPDATE);
 			}
 		}
 		run_finish_if_done(run_id);
@@ -278,18 +298,20 @@ schedq_run_event_trigger(PG_FUNCTION_ARGS)
 int
 schedq_reap_runs(void)
 {
-	int			n;
+	int n;
 
-	n = schedq_execute(schedq_plan(&plan_orphans,
-								   "UPDATE schedq.run r SET finished_at = now(),"
-								   " status = CASE WHEN r.had_failure THEN 'failed' ELSE 'done' END"
-								   " WHERE r.id IN (SELECT o.id FROM schedq.run o"
-								   "   WHERE o.status = 'running' AND o.has_tasks"
-								   "     AND NOT EXISTS (SELECT FROM schedq.task t WHERE t.run_id = o.id"
-								   "       AND t.status IN ('pending', 'available', 'running'))"
-								   "   LIMIT 100 FOR UPDATE SKIP LOCKED)",
-								   0, NULL),
-					   NULL, NULL, 0, SPI_OK_UPDATE);
+	n = schedq_execute(
+		schedq_plan(
+			&plan_orphans,
+			"UPDATE schedq.run r SET finished_at = now(),"
+			" status = CASE WHEN r.had_failure THEN 'failed' ELSE 'done' END"
+			" WHERE r.id IN (SELECT o.id FROM schedq.run o"
+			"   WHERE o.status = 'running' AND o.has_tasks"
+			"     AND NOT EXISTS (SELECT FROM schedq.task t WHERE t.run_id = o.id"
+			"       AND t.status IN ('pending', 'available', 'running'))"
+			"   LIMIT 100 FOR UPDATE SKIP LOCKED)",
+			0, NULL),
+		NULL, NULL, 0, SPI_OK_UPDATE);
 	schedq_count(METRIC_ORPHAN_RUNS_REAPED, n);
 	schedq_count(METRIC_RUNS_FINISHED, n);
 	return n;

@@ -72,15 +72,17 @@ extern SchedqGrantCheck schedq_grant_parse(const char  *token,
 extern void schedq_grant_require(const char *token, SchedqGrant *grant);
 
 /* Failing an attempt (work.c), for fail() and the reaper. */
-extern const char *schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
-									   int64 retry_us, bool permanent);
+extern const char *schedq_fail_attempt(int64 task_id, int32 attempt,
+									   const char *error, int64 retry_us,
+									   bool permanent);
 
 /* Task options shared with periodic schedules (submit.c). */
-extern void schedq_check_task_options(Datum kind, Datum payload, Datum queue,
-									  Datum priority, Datum max_attempts,
-									  Datum timeout, Datum lock_key,
-									  Datum concurrency_key, Datum required_caps,
-									  Datum budgets, Datum cost);
+extern void	 schedq_check_task_options(Datum kind, Datum payload, Datum queue,
+									   Datum priority, Datum max_attempts,
+									   Datum timeout, Datum lock_key,
+									   Datum concurrency_key,
+									   Datum required_caps, Datum budgets,
+									   Datum cost);
 extern Datum schedq_sql_payload(const char *command);
 
 /* Shared helpers for the API files. */

@@ -42,16 +42,15 @@
 #include "scheduler.h"
 #include "shmem.h"
 
-#define SCHEDQ_LOCK_CLASS 0x53510000
+#define SCHEDQ_LOCK_CLASS	  0x53510000
 #define SCHEDQ_LOCK_SCHEDULER 3
-
 
 static SchedqDatabase *scheduler_slot = NULL;
 
 /* The SQL executors this scheduler keeps running (executor.c). */
 #define SCHEDULER_MAX_EXECUTORS 64
 static BackgroundWorkerHandle *executor_handles[SCHEDULER_MAX_EXECUTORS];
-static TimestampTz executor_stopped_at[SCHEDULER_MAX_EXECUTORS];
+static TimestampTz			   executor_stopped_at[SCHEDULER_MAX_EXECUTORS];
 
 /*
  * Keep schedq.sql_workers executors running: start missing ones (one
@@ -65,7 +64,7 @@ scheduler_keep_executors(void)
 
 	for (int i = 0; i < SCHEDULER_MAX_EXECUTORS; i++)
 	{
-		pid_t		pid;
+		pid_t pid;
 
 		if (executor_handles[i] != NULL &&
 			GetBackgroundWorkerPid(executor_handles[i], &pid) == BGWH_STOPPED)
@@ -80,15 +79,18 @@ scheduler_keep_executors(void)
 			now >= executor_stopped_at[i] + USECS_PER_SEC)
 		{
 			BackgroundWorker worker = { 0 };
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+			MemoryContext	 old = MemoryContextSwitchTo(TopMemoryContext);
 
-			worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+			worker.bgw_flags =
+				BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 			worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-			worker.bgw_restart_time = BGW_NEVER_RESTART;	/* we restart it */
+			worker.bgw_restart_time = BGW_NEVER_RESTART; /* we restart it */
 			strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
-			strlcpy(worker.bgw_function_name, "schedq_executor_main", BGW_MAXLEN);
-			snprintf(worker.bgw_name, BGW_MAXLEN, "schedq sql executor %d for database %u",
-					 i + 1, MyDatabaseId);
+			strlcpy(worker.bgw_function_name, "schedq_executor_main",
+					BGW_MAXLEN);
+			snprintf(worker.bgw_name, BGW_MAXLEN,
+					 "schedq sql executor %d for database %u", i + 1,
+					 MyDatabaseId);
 			strlcpy(worker.bgw_type, "schedq sql executor", BGW_MAXLEN);
 			worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
 			memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
@@ -162,8 +164,11 @@ scheduler_not_installed(void)
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	scheduler_slot->absent = true;
 	LWLockRelease(schedq_shared->lock);
-	ereport(LOG, errmsg("schedq scheduler exiting: extension \"schedq\" is not installed in database \"%s\"",
-						get_database_name(MyDatabaseId)));
+	ereport(
+		LOG,
+		errmsg(
+			"schedq scheduler exiting: extension \"schedq\" is not installed in database \"%s\"",
+			get_database_name(MyDatabaseId)));
 	proc_exit(0);
 }
 
@@ -173,17 +178,18 @@ scheduler_not_installed(void)
 void
 schedq_scheduler_main(Datum main_arg)
 {
-	Oid			dboid = DatumGetObjectId(main_arg);
-	TimestampTz next_reap = 0;
+	Oid			  dboid = DatumGetObjectId(main_arg);
+	TimestampTz	  next_reap = 0;
 	MemoryContext loop_cxt;
-	LOCKTAG		tag;
+	LOCKTAG		  tag;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("schedq scheduler");
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET,
+					PGC_S_OVERRIDE);
 	/* Its queries are short; JIT would only cost (see the README). */
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	/*
@@ -203,15 +209,20 @@ schedq_scheduler_main(Datum main_arg)
 	scheduler_slot = schedq_database_slot(dboid, true);
 	LWLockRelease(schedq_shared->lock);
 	if (scheduler_slot == NULL)
-		ereport(ERROR,
-				errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				errmsg("schedq supports at most %d databases", SCHEDQ_MAX_DATABASES));
+		ereport(ERROR, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("schedq supports at most %d databases",
+					   SCHEDQ_MAX_DATABASES));
 
 	/* One scheduler per database: a second one leaves at once. */
-	SET_LOCKTAG_ADVISORY(tag, dboid, SCHEDQ_LOCK_CLASS, SCHEDQ_LOCK_SCHEDULER, 2);
+	SET_LOCKTAG_ADVISORY(tag, dboid, SCHEDQ_LOCK_CLASS, SCHEDQ_LOCK_SCHEDULER,
+						 2);
 	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 	{
-		ereport(LOG, errmsg("schedq scheduler exiting: another scheduler serves database %u", dboid));
+		ereport(
+			LOG,
+			errmsg(
+				"schedq scheduler exiting: another scheduler serves database %u",
+				dboid));
 		proc_exit(1);
 	}
 
@@ -275,8 +286,10 @@ schedq_scheduler_main(Datum main_arg)
 		scheduler_keep_executors();
 
 		/* round up: waking a little early would find nothing due yet */
-		timeout_ms = more ? 0 : Max(1, (wake - GetCurrentTimestamp() + 999) / 1000);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		timeout_ms =
+			more ? 0 : Max(1, (wake - GetCurrentTimestamp() + 999) / 1000);
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

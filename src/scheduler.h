@@ -11,25 +11,25 @@
 #include "fmgr.h"
 
 /* How many tasks one pass handles in one batch. */
-#define PROMOTE_BATCH 1000
-#define REAP_BATCH 500
+#define PROMOTE_BATCH	1000
+#define REAP_BATCH		500
 #define RETENTION_BATCH 1000
 
 extern PGDLLEXPORT void schedq_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void schedq_scheduler_main(Datum main_arg);
 extern PGDLLEXPORT void schedq_executor_main(Datum main_arg);
-extern void schedq_register_launcher(void);
+extern void				schedq_register_launcher(void);
 
 /* Passes: inside a transaction, SPI connected, as a superuser. */
-extern int	schedq_promote_pass(TimestampTz now, bool *more);
+extern int		   schedq_promote_pass(TimestampTz now, bool *more);
 extern TimestampTz schedq_next_due(TimestampTz now);
-extern void schedq_unpark_all(void);
-extern int	schedq_reap_pass(TimestampTz now, bool *more);
-extern int	schedq_periodic_pass(TimestampTz now, bool *more);
-extern int	schedq_reap_runs(void);
+extern void		   schedq_unpark_all(void);
+extern int		   schedq_reap_pass(TimestampTz now, bool *more);
+extern int		   schedq_periodic_pass(TimestampTz now, bool *more);
+extern int		   schedq_reap_runs(void);
 extern TimestampTz schedq_periodic_next_due(void);
 
 /* Utility hook: follow CREATE/DROP EXTENSION and DROP/RENAME DATABASE. */
 extern void schedq_install_utility_hook(void);
 
-#endif							/* SCHEDQ_SCHEDULER_H */
+#endif /* SCHEDQ_SCHEDULER_H */

@@ -71,8 +71,7 @@ shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	schedq_shared =
-		ShmemInitStruct("schedq", shmem_size(), &found);
+	schedq_shared = ShmemInitStruct("schedq", shmem_size(), &found);
 	if (!found)
 	{
 		memset(schedq_shared, 0, shmem_size());

@@ -52,36 +52,36 @@ typedef enum SchedqMetric
 /* What the scheduler of a database is doing, for scheduler_status(). */
 typedef enum SchedqSchedulerState
 {
-	SCHEDULER_NONE = 0,			/* no scheduler process */
-	SCHEDULER_STARTING,			/* started, checking the extension */
-	SCHEDULER_IDLE,				/* sleeping until the next due time */
-	SCHEDULER_PROMOTING,		/* in a promotion pass */
-	SCHEDULER_REAPING,			/* in a reaper pass */
-	SCHEDULER_DISABLED			/* schedq.enabled is off */
+	SCHEDULER_NONE = 0,	 /* no scheduler process */
+	SCHEDULER_STARTING,	 /* started, checking the extension */
+	SCHEDULER_IDLE,		 /* sleeping until the next due time */
+	SCHEDULER_PROMOTING, /* in a promotion pass */
+	SCHEDULER_REAPING,	 /* in a reaper pass */
+	SCHEDULER_DISABLED	 /* schedq.enabled is off */
 } SchedqSchedulerState;
 
 typedef struct SchedqDatabase
 {
-	Oid			dboid;			/* InvalidOid: slot is free */
-	bool		probe;			/* launcher: start a scheduler here again */
-	bool		absent;			/* schedq is not installed here */
-	TimestampTz hold_until;		/* no scheduler before this (DROP DATABASE) */
-	pid_t		pid;			/* the scheduler, or 0 */
-	Latch	   *latch;			/* its latch */
+	Oid			dboid;		/* InvalidOid: slot is free */
+	bool		probe;		/* launcher: start a scheduler here again */
+	bool		absent;		/* schedq is not installed here */
+	TimestampTz hold_until; /* no scheduler before this (DROP DATABASE) */
+	pid_t		pid;		/* the scheduler, or 0 */
+	Latch	   *latch;		/* its latch */
 	SchedqSchedulerState state;
-	TimestampTz last_tick;
+	TimestampTz			 last_tick;
 } SchedqDatabase;
 
 /* A claim sleeping until a task it could take becomes available. */
 typedef struct SchedqWaiter
 {
-	Oid			dboid;			/* InvalidOid: not waiting */
-	Latch	   *latch;
-	bool		woken;			/* a waker picked it; it is claiming */
-	int			nqueues;		/* -1: every queue */
-	uint32		queues[SCHEDQ_WAITER_QUEUES];	/* hashes of queue names */
-	uint64		caps;			/* Bloom bits of the worker's capabilities */
-	uint64		needs;			/* Bloom bits a task must require (executors: sql) */
+	Oid	   dboid; /* InvalidOid: not waiting */
+	Latch *latch;
+	bool   woken;						 /* a waker picked it; it is claiming */
+	int	   nqueues;						 /* -1: every queue */
+	uint32 queues[SCHEDQ_WAITER_QUEUES]; /* hashes of queue names */
+	uint64 caps;  /* Bloom bits of the worker's capabilities */
+	uint64 needs; /* Bloom bits a task must require (executors: sql) */
 } SchedqWaiter;
 
 /* Most SQL executors in the whole cluster. */
@@ -90,31 +90,31 @@ typedef struct SchedqWaiter
 /* A built-in SQL executor, and the task it is running. */
 typedef struct SchedqExecutor
 {
-	Oid			dboid;			/* InvalidOid: slot is free */
-	pid_t		pid;
-	int64		task_id;		/* 0: not running a task */
-	int32		attempt;
+	Oid	  dboid; /* InvalidOid: slot is free */
+	pid_t pid;
+	int64 task_id; /* 0: not running a task */
+	int32 attempt;
 } SchedqExecutor;
 
 typedef struct SchedqSharedState
 {
-	LWLock	   *lock;
-	pid_t		launcher_pid;
-	Latch	   *launcher_latch;
+	LWLock			*lock;
+	pid_t			 launcher_pid;
+	Latch			*launcher_latch;
 	pg_atomic_uint64 key_generation;
 	pg_atomic_uint64 budget_generation;
 	pg_atomic_uint64 metrics[SCHEDQ_NUM_METRICS];
 	pg_atomic_uint32 nwaiters;
-	SchedqDatabase databases[SCHEDQ_MAX_DATABASES];
-	SchedqExecutor executors[SCHEDQ_MAX_EXECUTORS];
-	int			max_waiters;
-	SchedqWaiter waiters[FLEXIBLE_ARRAY_MEMBER];	/* by MyBackendId - 1 */
+	SchedqDatabase	 databases[SCHEDQ_MAX_DATABASES];
+	SchedqExecutor	 executors[SCHEDQ_MAX_EXECUTORS];
+	int				 max_waiters;
+	SchedqWaiter	 waiters[FLEXIBLE_ARRAY_MEMBER]; /* by MyBackendId - 1 */
 } SchedqSharedState;
 
 extern SchedqSharedState *schedq_shared;
 extern const char *const  schedq_metric_names[SCHEDQ_NUM_METRICS];
 
-extern void schedq_shmem_install_hooks(void);
+extern void			   schedq_shmem_install_hooks(void);
 extern SchedqDatabase *schedq_database_slot(Oid dboid, bool create);
 
 /* Add n to a counter; a no-op when the library was not preloaded. */

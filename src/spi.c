@@ -30,9 +30,9 @@
 #include "schedq.h"
 
 /* pg_catalog alone: what every query of schedq is parsed with. */
-static OverrideSearchPath spi_search_path = {
-	.schemas = NIL, .addCatalog = true, .addTemp = false
-};
+static OverrideSearchPath spi_search_path = { .schemas = NIL,
+											  .addCatalog = true,
+											  .addTemp = false };
 
 /*
  * The role that owns the schedq tables in this database.

@@ -289,7 +289,7 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 		schedq_execute(schedq_plan(&plan_run_has_tasks,
 								   "UPDATE schedq.run SET has_tasks = true"
 								   " WHERE id = $1 AND NOT has_tasks",
-								   1, (Oid[]) { INT8OID }),
+								   1, (Oid[]){ INT8OID }),
 					   &a->v[A_RUN_ID], NULL, 0, SPI_OK_UPDATE);
 	}
 
@@ -322,11 +322,12 @@ submit_check_references(SchedqCall *call, TaskArgs *a)
 						"A task may only depend on tasks of its own run."));
 		}
 		/* so that finishing a dependency frees this task (promote.c) */
-		schedq_execute(schedq_plan(&plan_mark_deps,
-								   "UPDATE schedq.task SET has_dependents = true"
-								   " WHERE id = ANY ($1) AND NOT has_dependents",
-								   1, types),
-					   values, NULL, 0, SPI_OK_UPDATE);
+		schedq_execute(
+			schedq_plan(&plan_mark_deps,
+						"UPDATE schedq.task SET has_dependents = true"
+						" WHERE id = ANY ($1) AND NOT has_dependents",
+						1, types),
+			values, NULL, 0, SPI_OK_UPDATE);
 	}
 }
 
@@ -365,7 +366,8 @@ submit_one(SchedqCall *call, TaskArgs *a)
 		schedq_wake_scheduler_at_commit();
 	else
 		schedq_wake_claimers_at_commit(TextDatumGetCString(a->v[A_QUEUE]),
-									   DatumGetArrayTypeP(a->v[A_REQUIRED_CAPS]));
+									   DatumGetArrayTypeP(
+										   a->v[A_REQUIRED_CAPS]));
 
 	if (a->null[A_DEDUP_KEY])
 	{
@@ -467,13 +469,13 @@ PG_FUNCTION_INFO_V1(schedq_submit_sql);
 Datum
 schedq_submit_sql(PG_FUNCTION_ARGS)
 {
-	TaskArgs		 a;
-	SchedqCall		 call;
-	char			*command;
-	Datum			*caps;
-	int				 ncaps;
-	bool			 has_sql = false;
-	int64			 id;
+	TaskArgs   a;
+	SchedqCall call;
+	char	  *command;
+	Datum	  *caps;
+	int		   ncaps;
+	bool	   has_sql = false;
+	int64	   id;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -626,18 +628,19 @@ schedq_submit_many(PG_FUNCTION_ARGS)
  * the nullable ones may be (Datum) 0.  Inside schedq_call_begin.
  */
 void
-schedq_check_task_options(Datum kind, Datum payload, Datum queue, Datum priority,
-						  Datum max_attempts, Datum timeout, Datum lock_key,
-						  Datum concurrency_key, Datum required_caps, Datum budgets,
-						  Datum cost)
+schedq_check_task_options(Datum kind, Datum payload, Datum queue,
+						  Datum priority, Datum max_attempts, Datum timeout,
+						  Datum lock_key, Datum concurrency_key,
+						  Datum required_caps, Datum budgets, Datum cost)
 {
-	TaskArgs	a;
-	ArrayType  *arr;
+	TaskArgs   a;
+	ArrayType *arr;
 
 	memset(&a, 0, sizeof(a));
 	for (int i = 0; i < NUM_TASK_ARGS; i++)
 		a.null[i] = true;
-#define OPTION(arg, value) (a.v[arg] = (value), a.null[arg] = (value) == (Datum) 0)
+#define OPTION(arg, value)                                                     \
+	(a.v[arg] = (value), a.null[arg] = (value) == (Datum) 0)
 	OPTION(A_KIND, kind);
 	OPTION(A_PAYLOAD, payload);
 	OPTION(A_QUEUE, queue);
@@ -661,15 +664,17 @@ schedq_check_task_options(Datum kind, Datum payload, Datum queue, Datum priority
 
 	arr = DatumGetArrayTypeP(a.v[A_BUDGETS]);
 	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
-		schedq_execute(schedq_plan(&plan_missing_budget,
-								   "SELECT b FROM unnest($1) b"
-								   " WHERE NOT EXISTS (SELECT FROM schedq.budget"
-								   "   WHERE name = b) LIMIT 1",
-								   1, (Oid[]) { TEXTARRAYOID }),
-					   &a.v[A_BUDGETS], NULL, 0, SPI_OK_SELECT) > 0)
+		schedq_execute(
+			schedq_plan(&plan_missing_budget,
+						"SELECT b FROM unnest($1) b"
+						" WHERE NOT EXISTS (SELECT FROM schedq.budget"
+						"   WHERE name = b) LIMIT 1",
+						1, (Oid[]){ TEXTARRAYOID }),
+			&a.v[A_BUDGETS], NULL, 0, SPI_OK_SELECT) > 0)
 		ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("budget \"%s\" does not exist",
-					   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+					   SPI_getvalue(SPI_tuptable->vals[0],
+									SPI_tuptable->tupdesc, 1)),
 				errhint("Create it with schedq.set_budget()."));
 }
 
@@ -680,8 +685,7 @@ Datum
 schedq_sql_payload(const char *command)
 {
 	JsonbParseState *state = NULL;
-	JsonbValue	key,
-				value;
+	JsonbValue		 key, value;
 
 	key.type = jbvString;
 	key.val.string.val = "command";
@@ -692,5 +696,6 @@ schedq_sql_payload(const char *command)
 	pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
 	pushJsonbValue(&state, WJB_KEY, &key);
 	pushJsonbValue(&state, WJB_VALUE, &value);
-	return JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&state, WJB_END_OBJECT, NULL)));
+	return JsonbPGetDatum(
+		JsonbValueToJsonb(pushJsonbValue(&state, WJB_END_OBJECT, NULL)));
 }

@@ -44,20 +44,20 @@
 
 typedef struct WakeTask
 {
-	uint32		queue;
-	uint64		caps;
+	uint32 queue;
+	uint64 caps;
 } WakeTask;
 
-static bool wake_callback_registered = false;
-static bool wake_scheduler = false;
-static bool wake_everyone = false;
-static bool wake_budgets = false;
-static int	wake_ntasks = 0;
+static bool		wake_callback_registered = false;
+static bool		wake_scheduler = false;
+static bool		wake_everyone = false;
+static bool		wake_budgets = false;
+static int		wake_ntasks = 0;
 static WakeTask wake_tasks[WAKE_MAX_TASKS];
-static bool waiter_registered = false;
-static int	cancel_ntasks = 0;
-static int64 cancel_tasks[WAKE_MAX_TASKS];
-static bool cancel_overflow = false;
+static bool		waiter_registered = false;
+static int		cancel_ntasks = 0;
+static int64	cancel_tasks[WAKE_MAX_TASKS];
+static bool		cancel_overflow = false;
 
 static uint32
 wake_hash_name(const char *name, int len)
@@ -71,16 +71,17 @@ wake_hash_name(const char *name, int len)
 static uint64
 wake_caps_bits(ArrayType *caps)
 {
-	Datum	   *elems;
-	int			n;
-	uint64		bits = 0;
+	Datum *elems;
+	int	   n;
+	uint64 bits = 0;
 
 	deconstruct_array(caps, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
 	for (int i = 0; i < n; i++)
 	{
-		text	   *t = DatumGetTextPP(elems[i]);
+		text *t = DatumGetTextPP(elems[i]);
 
-		bits |= UINT64CONST(1) << (wake_hash_name(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) % 64);
+		bits |= UINT64CONST(1)
+				<< (wake_hash_name(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) % 64);
 	}
 	return bits;
 }
@@ -101,7 +102,7 @@ wake_claimers(void)
 		for (int i = 0; i < schedq_shared->max_waiters; i++)
 		{
 			SchedqWaiter *w = &schedq_shared->waiters[i];
-			bool		match;
+			bool		  match;
 
 			if (w->dboid != MyDatabaseId || w->woken)
 				continue;
@@ -150,7 +151,7 @@ wake_cancel_executors(void)
 	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS; i++)
 	{
 		SchedqExecutor *e = &schedq_shared->executors[i];
-		bool		hit = cancel_overflow && e->task_id != 0;
+		bool			hit = cancel_overflow && e->task_id != 0;
 
 		if (e->dboid != MyDatabaseId || e->pid == 0)
 			continue;
@@ -263,10 +264,11 @@ wake_waiter_exit(int code, Datum arg)
  * of them.  Registering again just clears the woken flag.
  */
 void
-schedq_waiter_register(ArrayType *queues, ArrayType *caps, bool only_needing_caps)
+schedq_waiter_register(ArrayType *queues, ArrayType *caps,
+					   bool only_needing_caps)
 {
 	SchedqWaiter *w = &schedq_shared->waiters[MyBackendId - 1];
-	static bool exit_callback = false;
+	static bool	  exit_callback = false;
 
 	if (!exit_callback)
 	{
@@ -277,15 +279,16 @@ schedq_waiter_register(ArrayType *queues, ArrayType *caps, bool only_needing_cap
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	if (!waiter_registered)
 	{
-		Datum	   *elems;
-		int			n = -1;
+		Datum *elems;
+		int	   n = -1;
 
 		if (queues != NULL)
-			deconstruct_array(queues, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+			deconstruct_array(queues, TEXTOID, -1, false, TYPALIGN_INT, &elems,
+							  NULL, &n);
 		w->nqueues = (n > SCHEDQ_WAITER_QUEUES) ? -1 : n;
 		for (int i = 0; i < w->nqueues; i++)
 		{
-			text	   *t = DatumGetTextPP(elems[i]);
+			text *t = DatumGetTextPP(elems[i]);
 
 			w->queues[i] = wake_hash_name(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 		}

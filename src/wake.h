@@ -10,7 +10,8 @@
 #include "utils/array.h"
 
 extern void schedq_wake_scheduler_at_commit(void);
-extern void schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps);
+extern void schedq_wake_claimers_at_commit(const char *queue,
+										   ArrayType  *required_caps);
 extern void schedq_wake_all_claimers_at_commit(void);
 extern void schedq_wake_scheduler_now(Oid dboid);
 extern void schedq_budgets_changed_at_commit(void);
@@ -20,4 +21,4 @@ extern void schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 								   bool only_needing_caps);
 extern void schedq_waiter_unregister(void);
 
-#endif							/* SCHEDQ_WAKE_H */
+#endif /* SCHEDQ_WAKE_H */

@@ -54,7 +54,7 @@ typedef enum ClaimQueueFilter
 	CLAIM_ALL_QUEUES,
 	CLAIM_ONE_QUEUE,
 	CLAIM_SOME_QUEUES,
-	CLAIM_SQL_TASKS				/* the built-in executor: SQL tasks only */
+	CLAIM_SQL_TASKS /* the built-in executor: SQL tasks only */
 } ClaimQueueFilter;
 
 /*
@@ -72,26 +72,27 @@ typedef enum ClaimQueueFilter
  * "queue <> ALL (...)" are guessed so selective that the planner would
  * sort the whole available set instead of walking task_available_idx.
  */
-#define CLAIM_BUDGET_FILTER                                                     \
-	" AND (t.budgets = '{}' OR NOT EXISTS ("                                    \
-	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"             \
+#define CLAIM_BUDGET_FILTER                                                      \
+	" AND (t.budgets = '{}' OR NOT EXISTS ("                                     \
+	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"              \
 	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END" \
 	"       + t.cost > b.hard_limit))"
 
-#define CLAIM_CANDIDATES(queue_filter, budget_filter)                               \
-	"SELECT t.id, t.budgets, t.cost FROM schedq.task t"                             \
-	" WHERE t.status = 'available'" queue_filter                                   \
-	" AND (t.required_caps = '{}' OR t.required_caps <@ $3)"                        \
-	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))"                           \
-	" AND NOT EXISTS (SELECT FROM schedq.queue q"                                  \
-	"                 WHERE q.name = t.queue AND q.paused)"                          \
-	budget_filter " ORDER BY t.priority DESC, t.run_at, t.id"                       \
+#define CLAIM_CANDIDATES(queue_filter, budget_filter)                          \
+	"SELECT t.id, t.budgets, t.cost FROM schedq.task t"                        \
+	" WHERE t.status = 'available'" queue_filter                               \
+	" AND (t.required_caps = '{}' OR t.required_caps <@ $3)"                   \
+	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))"                      \
+	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
+	"                 WHERE q.name = t.queue AND q.paused)" budget_filter      \
+	" ORDER BY t.priority DESC, t.run_at, t.id"                                \
 	" LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
 
-#define CLAIM_ALL_SQL " AND $2::text[] IS NULL"
-#define CLAIM_ONE_SQL " AND t.queue = ($2::text[])[1]"
+#define CLAIM_ALL_SQL  " AND $2::text[] IS NULL"
+#define CLAIM_ONE_SQL  " AND t.queue = ($2::text[])[1]"
 #define CLAIM_SOME_SQL " AND t.queue = ANY ($2::text[])"
-#define CLAIM_SQL_ONLY " AND $2::text[] IS NULL AND t.kind = 'sql' AND 'sql' = ANY (t.required_caps)"
+#define CLAIM_SQL_ONLY                                                         \
+	" AND $2::text[] IS NULL AND t.kind = 'sql' AND 'sql' = ANY (t.required_caps)"
 
 static const char *const claim_candidate_sql[4] = {
 	CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_BUDGET_FILTER),
@@ -102,7 +103,7 @@ static const char *const claim_candidate_sql[4] = {
 
 /* Whether this database has budgets, as of budget_generation. */
 static uint64 claim_budget_generation = 0;
-static bool claim_budgets_exist = true;
+static bool	  claim_budgets_exist = true;
 
 /*
  * Does this database have any budget?  Asked again only after a
@@ -111,11 +112,12 @@ static bool claim_budgets_exist = true;
 static bool
 claim_have_budgets(void)
 {
-	uint64		generation = pg_atomic_read_u64(&schedq_shared->budget_generation);
+	uint64 generation = pg_atomic_read_u64(&schedq_shared->budget_generation);
 
 	if (generation != claim_budget_generation)
 	{
-		if (SPI_execute("SELECT FROM schedq.budget LIMIT 1", false, 1) != SPI_OK_SELECT)
+		if (SPI_execute("SELECT FROM schedq.budget LIMIT 1", false, 1) !=
+			SPI_OK_SELECT)
 			elog(ERROR, "could not look for budgets");
 		claim_budgets_exist = SPI_processed > 0;
 		claim_budget_generation = generation;
@@ -167,28 +169,29 @@ claim_admit_budgets(Datum budgets, Datum cost)
 /* What one claim asks for, checked. */
 typedef struct ClaimArgs
 {
-	SchedqCall *call;
+	SchedqCall		*call;
 	ClaimQueueFilter filter;
-	Datum		queues;			/* text[], or 0 for every queue */
-	Datum		caps;			/* text[] */
-	int32		n;
-	Datum		worker;			/* text */
-	Interval   *lease;
-	int64		wait_us;
-	ReturnSetInfo *rsinfo;
+	Datum			 queues; /* text[], or 0 for every queue */
+	Datum			 caps;	 /* text[] */
+	int32			 n;
+	Datum			 worker; /* text */
+	Interval		*lease;
+	int64			 wait_us;
+	ReturnSetInfo	*rsinfo;
 } ClaimArgs;
 
 /* Columns of a claimed task, as both claim paths return them. */
-#define CLAIM_RETURNING \
-	" RETURNING t.id, t.attempts, t.queue, t.kind, t.payload, t.priority," \
+#define CLAIM_RETURNING                                                        \
+	" RETURNING t.id, t.attempts, t.queue, t.kind, t.payload, t.priority,"     \
 	" t.run_id, t.lease_expires_at, t.run_at"
-#define CLAIM_SET \
-	" SET status = 'running', attempts = t.attempts + 1, claimed_by = $6," \
-	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout)," \
+#define CLAIM_SET                                                              \
+	" SET status = 'running', attempts = t.attempts + 1, claimed_by = $6,"     \
+	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout),"      \
 	"     started_at = $8, deadline = $8 + t.timeout"
 
-static const Oid claim_types[] = { INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID,
-								   BOOLOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID };
+static const Oid claim_types[] = { INT4OID,		TEXTARRAYOID,  TEXTARRAYOID,
+								   OIDOID,		BOOLOID,	   TEXTOID,
+								   INTERVALOID, TIMESTAMPTZOID };
 
 /*
  * The one-statement claim: candidates locked and taken at once.  The CTE
@@ -197,14 +200,22 @@ static const Oid claim_types[] = { INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID,
  */
 #define CLAIM_FROM_CTE " WHERE t.id = ANY (ARRAY(SELECT c.id FROM c))"
 static const char *const claim_direct_sql[4] = {
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ALL_SQL, "") ")"
-	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ONE_SQL, "") ")"
-	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SOME_SQL, "") ")"
-	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SQL_ONLY, "") ")"
-	" UPDATE schedq.task t" CLAIM_SET CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ALL_SQL,
+								   "") ")"
+									   " UPDATE schedq.task t" CLAIM_SET
+										   CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ONE_SQL,
+								   "") ")"
+									   " UPDATE schedq.task t" CLAIM_SET
+										   CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SOME_SQL,
+								   "") ")"
+									   " UPDATE schedq.task t" CLAIM_SET
+										   CLAIM_FROM_CTE CLAIM_RETURNING,
+	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SQL_ONLY,
+								   "") ")"
+									   " UPDATE schedq.task t" CLAIM_SET
+										   CLAIM_FROM_CTE CLAIM_RETURNING,
 };
 static SPIPlanPtr plan_direct[4];
 
@@ -241,24 +252,25 @@ claim_cmp(const void *a, const void *b)
 static void
 claim_emit(ClaimArgs *args, int n)
 {
-	TupleDesc	desc = SPI_tuptable->tupdesc;
-	HeapTuple  *rows = palloc(sizeof(HeapTuple) * n);
+	TupleDesc  desc = SPI_tuptable->tupdesc;
+	HeapTuple *rows = palloc(sizeof(HeapTuple) * n);
 
 	memcpy(rows, SPI_tuptable->vals, sizeof(HeapTuple) * n);
 	claim_cmp_desc = desc;
 	qsort(rows, n, sizeof(HeapTuple), claim_cmp);
 	for (int i = 0; i < n; i++)
 	{
-		Datum		out[9];
-		bool		outnull[9];
+		Datum out[9];
+		bool  outnull[9];
 
 		for (int c = 0; c < 8; c++)
 			out[c] = SPI_getbinval(rows[i], desc, c + 1, &outnull[c]);
-		out[8] = CStringGetTextDatum(schedq_grant_sign(DatumGetInt64(out[0]),
-													   DatumGetInt32(out[1]),
-													   DatumGetTimestampTz(out[7])));
+		out[8] = CStringGetTextDatum(
+			schedq_grant_sign(DatumGetInt64(out[0]), DatumGetInt32(out[1]),
+							  DatumGetTimestampTz(out[7])));
 		outnull[8] = false;
-		tuplestore_putvalues(args->rsinfo->setResult, args->rsinfo->setDesc, out, outnull);
+		tuplestore_putvalues(args->rsinfo->setResult, args->rsinfo->setDesc,
+							 out, outnull);
 	}
 	schedq_count(METRIC_TASKS_CLAIMED, n);
 }
@@ -271,12 +283,12 @@ claim_emit(ClaimArgs *args, int n)
 static int
 claim_once(ClaimArgs *args)
 {
-	Datum		values[8];
-	char		nulls[8] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	Datum		   values[8];
+	char		   nulls[8] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
 	SPITupleTable *candidates;
-	Datum	   *ids;
-	int			found;
-	int			taken = 0;
+	Datum		  *ids;
+	int			   found;
+	int			   taken = 0;
 
 	values[0] = Int32GetDatum(args->n);
 	values[1] = args->queues;
@@ -292,7 +304,8 @@ claim_once(ClaimArgs *args)
 	if (!claim_have_budgets())
 	{
 		taken = schedq_execute(schedq_plan(&plan_direct[args->filter],
-										   claim_direct_sql[args->filter], 8, claim_types),
+										   claim_direct_sql[args->filter], 8,
+										   claim_types),
 							   values, nulls, 0, SPI_OK_UPDATE_RETURNING);
 		if (taken > 0)
 			claim_emit(args, taken);
@@ -300,36 +313,44 @@ claim_once(ClaimArgs *args)
 	}
 
 	found = schedq_execute(schedq_plan(&plan_candidates[args->filter],
-									   claim_candidate_sql[args->filter], 5, claim_types),
+									   claim_candidate_sql[args->filter], 5,
+									   claim_types),
 						   values, nulls, 0, SPI_OK_SELECT);
 	candidates = SPI_tuptable;
 	ids = palloc(sizeof(Datum) * Max(found, 1));
 	for (int i = 0; i < found; i++)
 	{
-		bool		isnull;
-		Datum		budgets = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 2, &isnull);
-		ArrayType  *arr = DatumGetArrayTypeP(budgets);
+		bool  isnull;
+		Datum budgets =
+			SPI_getbinval(candidates->vals[i], candidates->tupdesc, 2, &isnull);
+		ArrayType *arr = DatumGetArrayTypeP(budgets);
 
 		if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
-			!claim_admit_budgets(budgets,
-								 SPI_getbinval(candidates->vals[i], candidates->tupdesc, 3, &isnull)))
+			!claim_admit_budgets(budgets, SPI_getbinval(candidates->vals[i],
+														candidates->tupdesc, 3,
+														&isnull)))
 		{
 			/* Another claim used the room between our look and our lock. */
 			schedq_count(METRIC_CLAIM_CONTENTION, 1);
 			continue;
 		}
-		ids[taken++] = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 1, &isnull);
+		ids[taken++] =
+			SPI_getbinval(candidates->vals[i], candidates->tupdesc, 1, &isnull);
 	}
 	if (taken == 0)
 		return 0;
 
-	values[0] = PointerGetDatum(construct_array(ids, taken, INT8OID, 8,
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[0] =
+		PointerGetDatum(construct_array(ids, taken, INT8OID, 8, FLOAT8PASSBYVAL,
+										TYPALIGN_DOUBLE));
 	if (schedq_execute(schedq_plan(&plan_take,
 								   "UPDATE schedq.task t" CLAIM_SET
 								   " WHERE t.id = ANY ($1)" CLAIM_RETURNING,
-								   8, (Oid[]) { INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-								   OIDOID, BOOLOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID }),
+								   8,
+								   (Oid[]){ INT8ARRAYOID, TEXTARRAYOID,
+											TEXTARRAYOID, OIDOID, BOOLOID,
+											TEXTOID, INTERVALOID,
+											TIMESTAMPTZOID }),
 					   values, nulls, 0, SPI_OK_UPDATE_RETURNING) != taken)
 		elog(ERROR, "claimed %d tasks but could not take them all", taken);
 	claim_emit(args, taken);
@@ -352,18 +373,21 @@ claim_wait(ClaimArgs *args)
 	{
 		for (;;)
 		{
-			long		timeout_ms;
+			long timeout_ms;
 
-			schedq_waiter_register(args->queues == (Datum) 0 ? NULL :
-								   DatumGetArrayTypeP(args->queues),
+			schedq_waiter_register(args->queues == (Datum) 0 ?
+									   NULL :
+									   DatumGetArrayTypeP(args->queues),
 								   DatumGetArrayTypeP(args->caps), false);
 			taken = claim_once(args);
 			if (taken > 0)
 				break;
-			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+														 deadline);
 			if (timeout_ms <= 0)
 				break;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 timeout_ms, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
@@ -387,15 +411,16 @@ PG_FUNCTION_INFO_V1(schedq_claim_sql);
 Datum
 schedq_claim_sql(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	ClaimArgs	args;
-	Datum		sql = CStringGetTextDatum("sql");
+	SchedqCall call;
+	ClaimArgs  args;
+	Datum	   sql = CStringGetTextDatum("sql");
 
 	memset(&args, 0, sizeof(args));
 	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	args.call = &call;
 	args.worker = PG_GETARG_DATUM(0);
-	args.caps = PointerGetDatum(construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
+	args.caps = PointerGetDatum(
+		construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
 	args.n = 1;
 	args.lease = palloc0(sizeof(Interval));
 	args.lease->time = (int64) schedq_default_lease_s * USECS_PER_SEC;
@@ -417,8 +442,8 @@ PG_FUNCTION_INFO_V1(schedq_claim);
 Datum
 schedq_claim(PG_FUNCTION_ARGS)
 {
-	SchedqCall	call;
-	ClaimArgs	args;
+	SchedqCall call;
+	ClaimArgs  args;
 
 	memset(&args, 0, sizeof(args));
 	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -430,7 +455,8 @@ schedq_claim(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not be null"),
-				errhint("Pass an empty array for a worker without capabilities."));
+				errhint(
+					"Pass an empty array for a worker without capabilities."));
 	args.caps = PG_GETARG_DATUM(2);
 	if (array_contains_nulls(DatumGetArrayTypeP(args.caps)))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -462,21 +488,26 @@ schedq_claim(PG_FUNCTION_ARGS)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("wait must not be negative"));
 	if (args.wait_us > 0 && IsolationUsesXactSnapshot())
-		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("claim with wait requires the READ COMMITTED isolation level"),
-				errdetail("A transaction snapshot would never see tasks that become available while waiting."));
+		ereport(
+			ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			errmsg(
+				"claim with wait requires the READ COMMITTED isolation level"),
+			errdetail(
+				"A transaction snapshot would never see tasks that become available while waiting."));
 	args.filter = CLAIM_ALL_QUEUES;
 	if (!PG_ARGISNULL(1))
 	{
-		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
-		int			nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
+		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 
 		if (array_contains_nulls(arr))
 			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("queues must not contain nulls"));
 		args.queues = PointerGetDatum(arr);
-		args.filter = (nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
-			CLAIM_ONE_QUEUE : CLAIM_SOME_QUEUES;
+		args.filter =
+			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
+				CLAIM_ONE_QUEUE :
+				CLAIM_SOME_QUEUES;
 	}
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -618,29 +649,30 @@ schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
 	static const Oid lock_types[] = { INT8OID, INT4OID };
 	static const Oid final_types[] = { INT8OID, TEXTOID };
 	static const Oid retry_types[] = { INT8OID, TEXTOID, INT8OID, TEXTOID };
-	Datum		values[4];
-	HeapTuple	tuple;
-	TupleDesc	desc;
-	bool		isnull;
-	bool		exhausted;
-	int32		used;
-	bool		ungated;
-	int64		delay;
-	const char *status;
+	Datum			 values[4];
+	HeapTuple		 tuple;
+	TupleDesc		 desc;
+	bool			 isnull;
+	bool			 exhausted;
+	int32			 used;
+	bool			 ungated;
+	int64			 delay;
+	const char		*status;
 
 	values[0] = Int64GetDatum(task_id);
 	values[1] = Int32GetDatum(attempt);
 	if (schedq_execute(
-			schedq_plan(&plan_fail_lock,
-						"SELECT attempts - retry_base >= max_attempts,"
-						"       attempts - retry_base,"
-						"       lock_key IS NULL AND concurrency_key IS NULL"
-						"       AND depends_on = '{}',"
-						"       queue, required_caps"
-						" FROM schedq.task"
-						" WHERE id = $1 AND attempts = $2 AND status = 'running'"
-						" FOR UPDATE",
-						2, lock_types),
+			schedq_plan(
+				&plan_fail_lock,
+				"SELECT attempts - retry_base >= max_attempts,"
+				"       attempts - retry_base,"
+				"       lock_key IS NULL AND concurrency_key IS NULL"
+				"       AND depends_on = '{}',"
+				"       queue, required_caps"
+				" FROM schedq.task"
+				" WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				" FOR UPDATE",
+				2, lock_types),
 			values, NULL, 0, SPI_OK_SELECT) == 0)
 		return "stale";
 
@@ -672,20 +704,23 @@ schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
 	status = (delay == 0 && ungated) ? "available" : "pending";
 	if (delay == 0 && ungated)
 		schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 4),
-									   DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)));
+									   DatumGetArrayTypeP(
+										   SPI_getbinval(tuple, desc, 5,
+														 &isnull)));
 	else
 		schedq_wake_scheduler_at_commit();
 	values[2] = Int64GetDatum(delay);
 	values[3] = CStringGetTextDatum(status);
-	schedq_execute(schedq_plan(&plan_fail_retry,
-							   "UPDATE schedq.task"
-							   " SET status = $4, last_error = $2,"
-							   "     run_at = now() + make_interval(secs => $3 / 1e6),"
-							   "     claimed_by = NULL, lease_expires_at = NULL,"
-							   "     deadline = NULL"
-							   " WHERE id = $1",
-							   4, retry_types),
-				   values, NULL, 0, SPI_OK_UPDATE);
+	schedq_execute(
+		schedq_plan(&plan_fail_retry,
+					"UPDATE schedq.task"
+					" SET status = $4, last_error = $2,"
+					"     run_at = now() + make_interval(secs => $3 / 1e6),"
+					"     claimed_by = NULL, lease_expires_at = NULL,"
+					"     deadline = NULL"
+					" WHERE id = $1",
+					4, retry_types),
+		values, NULL, 0, SPI_OK_UPDATE);
 	schedq_count(METRIC_TASKS_RETRIED, 1);
 	return status;
 }
@@ -709,19 +744,16 @@ schedq_fail(PG_FUNCTION_ARGS)
 
 	work_grant_arg(fcinfo, &grant);
 	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("error must not be null"));
 	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("permanent must not be null"));
 	if (!PG_ARGISNULL(2))
 	{
 		retry_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
 		if (retry_us < 0)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("retry_in must not be negative"));
 	}
 
