@@ -26,7 +26,8 @@ OBJS = \
 	src/cron.o \
 	src/periodic.o \
 	src/run.o \
-	src/executor.o
+	src/executor.o \
+	src/tick.o
 
 DATA = $(wildcard sql/schedq--*.sql)
 

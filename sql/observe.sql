@@ -7,8 +7,17 @@ CREATE EXTENSION schedq;
 
 SELECT name FROM schedq.metrics() ORDER BY name;
 
--- The scheduler of this database is running, idle because
--- schedq.enabled is off in this suite.
+-- The scheduler of this database is running (the launcher starts it
+-- within moments of CREATE EXTENSION: wait for it, 10 s at most), idle
+-- because schedq.enabled is off in this suite.
+DO $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		EXIT WHEN EXISTS (SELECT FROM schedq.scheduler_status()
+						  WHERE datname = current_database() AND state = 'disabled');
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
 SELECT datname = current_database() AS this_db, pid > 0 AS has_pid, state
   FROM schedq.scheduler_status() WHERE datname = current_database();
 

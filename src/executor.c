@@ -92,27 +92,6 @@ executor_publish(int64 task_id, int32 attempt)
 		QueryCancelPending = false;
 }
 
-static void
-executor_begin(const char *activity)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
-}
-
-static void
-executor_commit(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
 /*
  * Claim one SQL task.  Returns false when there is none.
  */
@@ -122,7 +101,7 @@ executor_claim(const char *worker, ExecutorTask *task)
 	Datum arg = CStringGetTextDatum(worker);
 	bool  found;
 
-	executor_begin("schedq sql executor: claiming");
+	schedq_tick_begin("schedq sql executor: claiming");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		proc_exit(0);
 	if (SPI_execute_with_args(
@@ -151,7 +130,7 @@ executor_claim(const char *worker, ExecutorTask *task)
 		task->timeout_ms = ms ? (int64) strtod(ms, NULL) : 0;
 		MemoryContextSwitchTo(old);
 	}
-	executor_commit();
+	schedq_tick_commit();
 	return found;
 }
 
@@ -237,13 +216,13 @@ executor_run(ExecutorTask *task)
 	char		 *problem;
 
 	executor_publish(task->id, task->attempt);
-	executor_begin(task->command);
+	schedq_tick_begin(task->command);
 	problem = executor_owner_problem(task->owner);
 	if (problem != NULL)
 	{
 		/* a role problem will not go away by retrying */
 		executor_report(task, problem, true, 0);
-		executor_commit();
+		schedq_tick_commit();
 		executor_publish(0, 0);
 		return;
 	}
@@ -278,7 +257,7 @@ executor_run(ExecutorTask *task)
 				ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				errmsg(
 					"the attempt was canceled or taken back while its command ran"));
-		executor_commit();
+		schedq_tick_commit();
 	}
 	PG_CATCH();
 	{
@@ -295,9 +274,9 @@ executor_run(ExecutorTask *task)
 
 	if (error != NULL)
 	{
-		executor_begin("schedq sql executor: recording an error");
+		schedq_tick_begin("schedq sql executor: recording an error");
 		(void) executor_report(task, error, false, 0);
-		executor_commit();
+		schedq_tick_commit();
 	}
 	executor_publish(0, 0);
 }
@@ -322,21 +301,7 @@ schedq_executor_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("schedq sql executor");
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET,
-					PGC_S_OVERRIDE);
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	/*
-	 * In a deadlock with a user's command (DROP EXTENSION while a pass
-	 * runs, say), this worker should be the one to give up: it checks
-	 * first, aborts, and is started again.
-	 */
-	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
-	/*
-	 * Every query of this worker is written for an index.  Its plans are
-	 * generic and kept, and one made while a table was nearly empty would
-	 * scan the table sequentially until the next ANALYZE.
-	 */
-	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	schedq_worker_settings();
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && executor_slot == NULL; i++)

@@ -37,7 +37,6 @@
 static SPIPlanPtr plan_create = NULL;
 static SPIPlanPtr plan_lock_run = NULL;
 static SPIPlanPtr plan_mark_failure = NULL;
-static SPIPlanPtr plan_halt = NULL;
 static SPIPlanPtr plan_skip = NULL;
 static SPIPlanPtr plan_any_live = NULL;
 static SPIPlanPtr plan_finish = NULL;
@@ -64,6 +63,27 @@ run_note_canceled(int n)
 				SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
 							  &isnull)));
 	}
+}
+
+/*
+ * Cancel every live task of a run, noting the running ones so that an
+ * executor running one has its statement interrupted after commit.
+ */
+static void
+run_cancel_live_tasks(Datum run_id)
+{
+	run_note_canceled(schedq_execute(
+		schedq_plan(&plan_cancel_tasks,
+					"UPDATE schedq.task t SET status = 'canceled',"
+					"  finished_at = now()"
+					" FROM (SELECT id, status FROM schedq.task"
+					"       WHERE run_id = $1"
+					"         AND status IN ('pending', 'available', 'running')"
+					"       FOR UPDATE) o"
+					" WHERE t.id = o.id"
+					" RETURNING t.id, o.status = 'running'",
+					1, (Oid[]){ INT8OID }),
+		&run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
 }
 
 PG_FUNCTION_INFO_V1(schedq_create_run);
@@ -152,19 +172,7 @@ schedq_cancel_run(PG_FUNCTION_ARGS)
 							" finished_at = now() WHERE id = $1",
 							1, (Oid[]){ INT8OID }),
 				&id, NULL, 0, SPI_OK_UPDATE);
-			run_note_canceled(schedq_execute(
-				schedq_plan(
-					&plan_cancel_tasks,
-					"UPDATE schedq.task t SET status = 'canceled',"
-					"  finished_at = now()"
-					" FROM (SELECT id, status FROM schedq.task"
-					"       WHERE run_id = $1"
-					"         AND status IN ('pending', 'available', 'running')"
-					"       FOR UPDATE) o"
-					" WHERE t.id = o.id"
-					" RETURNING t.id, o.status = 'running'",
-					1, (Oid[]){ INT8OID }),
-				&id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+			run_cancel_live_tasks(id);
 			schedq_count(METRIC_RUNS_FINISHED, 1);
 			canceled = true;
 		}
@@ -248,19 +256,7 @@ schedq_run_event_trigger(PG_FUNCTION_ARGS)
 		if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
 		{
 			if (strcmp(policy, "halt") == 0)
-				run_note_canceled(schedq_execute(
-					schedq_plan(
-						&plan_halt,
-						"UPDATE schedq.task t SET status = 'canceled',"
-						"  finished_at = now()"
-						" FROM (SELECT id, status FROM schedq.task"
-						"       WHERE run_id = $1"
-						"         AND status IN ('pending', 'available', 'running')"
-						"       FOR UPDATE) o"
-						" WHERE t.id = o.id"
-						" RETURNING t.id, o.status = 'running'",
-						1, (Oid[]){ INT8OID }),
-					&run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+				run_cancel_live_tasks(run_id);
 			else
 			{
 				Datum values[2] = { run_id, task_id };

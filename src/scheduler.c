@@ -133,27 +133,6 @@ scheduler_exit(int code, Datum arg)
 /*
  * Open the transaction of one iteration.
  */
-static void
-scheduler_begin(const char *activity)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
-}
-
-static void
-scheduler_commit(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
 /*
  * Leave for good: schedq is not installed in this database (any more).
  * The launcher starts a scheduler here again only after CREATE EXTENSION.
@@ -188,22 +167,7 @@ schedq_scheduler_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("schedq scheduler");
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET,
-					PGC_S_OVERRIDE);
-	/* Its queries are short; JIT would only cost (see the README). */
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	/*
-	 * In a deadlock with a user's command (DROP EXTENSION while a pass
-	 * runs, say), this worker should be the one to give up: it checks
-	 * first, aborts, and is started again.
-	 */
-	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
-	/*
-	 * Every query of this worker is written for an index.  Its plans are
-	 * generic and kept, and one made while a table was nearly empty would
-	 * scan the table sequentially until the next ANALYZE.
-	 */
-	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	schedq_worker_settings();
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	scheduler_slot = schedq_database_slot(dboid, true);
@@ -235,7 +199,7 @@ schedq_scheduler_main(Datum main_arg)
 	LWLockRelease(schedq_shared->lock);
 
 	/* Gate events are unlogged: after a crash, look at every task again. */
-	scheduler_begin("schedq scheduler: starting");
+	schedq_tick_begin("schedq scheduler: starting");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		scheduler_not_installed();
 	/* a CREATE EXTENSION's request to start one is answered */
@@ -243,7 +207,7 @@ schedq_scheduler_main(Datum main_arg)
 	scheduler_slot->probe = false;
 	LWLockRelease(schedq_shared->lock);
 	schedq_unpark_all();
-	scheduler_commit();
+	schedq_tick_commit();
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "schedq scheduler loop",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -258,7 +222,7 @@ schedq_scheduler_main(Datum main_arg)
 		if (schedq_enabled)
 		{
 			scheduler_set_state(SCHEDULER_PROMOTING);
-			scheduler_begin("schedq scheduler: promoting");
+			schedq_tick_begin("schedq scheduler: promoting");
 			if (!OidIsValid(get_extension_oid("schedq", true)))
 				scheduler_not_installed();
 			(void) schedq_periodic_pass(now, &more);
@@ -276,7 +240,7 @@ schedq_scheduler_main(Datum main_arg)
 
 				wake = Min(wake, Min(next_reap, Min(next_due, next_tick)));
 			}
-			scheduler_commit();
+			schedq_tick_commit();
 			scheduler_set_state(SCHEDULER_IDLE);
 		}
 		else

@@ -20,6 +20,11 @@ extern PGDLLEXPORT void schedq_scheduler_main(Datum main_arg);
 extern PGDLLEXPORT void schedq_executor_main(Datum main_arg);
 extern void				schedq_register_launcher(void);
 
+/* The workers' common settings and transaction bracket (tick.c). */
+extern void schedq_worker_settings(void);
+extern void schedq_tick_begin(const char *activity);
+extern void schedq_tick_commit(void);
+
 /* Passes: inside a transaction, SPI connected, as a superuser. */
 extern int		   schedq_promote_pass(TimestampTz now, bool *more);
 extern TimestampTz schedq_next_due(TimestampTz now);
