@@ -24,6 +24,7 @@ const char *const schedq_metric_names[SCHEDQ_NUM_METRICS] = {
 	[METRIC_TASKS_PROMOTED] = "tasks_promoted",
 	[METRIC_TASKS_CLAIMED] = "tasks_claimed",
 	[METRIC_CLAIM_CONTENTION] = "claim_contention",
+	[METRIC_CLAIM_WAKEUPS] = "claim_wakeups",
 	[METRIC_TASKS_COMPLETED] = "tasks_completed",
 	[METRIC_TASKS_FAILED] = "tasks_failed",
 	[METRIC_TASKS_RETRIED] = "tasks_retried",

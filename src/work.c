@@ -374,6 +374,7 @@ claim_wait(ClaimArgs *args)
 		for (;;)
 		{
 			long timeout_ms;
+			int	 rc;
 
 			schedq_waiter_register(args->queues == (Datum) 0 ?
 									   NULL :
@@ -386,9 +387,11 @@ claim_wait(ClaimArgs *args)
 														 deadline);
 			if (timeout_ms <= 0)
 				break;
-			(void) WaitLatch(MyLatch,
-							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 timeout_ms, PG_WAIT_EXTENSION);
+			rc = WaitLatch(MyLatch,
+						   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						   timeout_ms, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+				schedq_count(METRIC_CLAIM_WAKEUPS, 1);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}

@@ -4,7 +4,8 @@
 # Starts a private PostgreSQL server with schedq preloaded, then runs one
 # psql script that walks through the life of tasks: submit, claim, heartbeat,
 # complete, fail and retry, permanent failure, manual retry, priorities,
-# budgets, paused queues and grant verification.  Each step prints a short
+# budgets, paused queues, grant verification, a workflow, a periodic SQL
+# task and a rate-limited queue.  Each step prints a short
 # explanation, the SQL it runs and the result.  The server and its data
 # directory are removed at the end, whatever happens.
 #
@@ -16,79 +17,14 @@
 
 set -euo pipefail
 
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-BINDIR=$("$PG_CONFIG" --bindir)
 
-die() { echo "demo: $*" >&2; exit 1; }
-
-for f in initdb pg_ctl psql; do
-	[[ -x $BINDIR/$f ]] || die "$BINDIR/$f not found (PG_CONFIG=$PG_CONFIG)"
-done
-[[ -f $("$PG_CONFIG" --sharedir)/extension/schedq.control ]] ||
-	die "schedq is not installed for $PG_CONFIG; run 'make install' (or 'make demo')"
-
-# ---------------------------------------------------------------------------
-# Throwaway server
-# ---------------------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/schedq-demo.XXXXXX")
-PGDATA_DIR=$TMP/data
-STARTED=0
-if [[ $(id -u) == 0 ]]; then
-	RUNAS=(runuser -u postgres --)
-	chown postgres: "$TMP"
-else
-	RUNAS=()
-fi
-as_pg() { "${RUNAS[@]}" "$@"; }
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [[ $STARTED == 1 ]]; then
-		as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 ||
-			echo "demo: could not stop the server in $PGDATA_DIR" >&2
-	fi
-	if [[ $rc != 0 && -f $TMP/server.log ]]; then
-		echo "demo: failed (exit $rc); last lines of the server log:" >&2
-		tail -n 20 "$TMP/server.log" | sed 's/^/    /' >&2
-	fi
-	rm -rf "$TMP"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-pick_port() {
-	local p i
-	for i in $(seq 1 100); do
-		p=$((40000 + RANDOM % 20000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
-			[[ ! -e $TMP/.s.PGSQL.$p ]]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-PORT=$(pick_port) || die "no free port found"
-
-echo "Starting a throwaway PostgreSQL server (data in $TMP, port $PORT) ..."
-as_pg "$BINDIR/initdb" -D "$PGDATA_DIR" -U postgres -A trust -E UTF8 --locale=C -N \
-	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
-cat >>"$PGDATA_DIR/postgresql.conf" <<EOF
-
-# --- schedq demo ---
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$TMP'
-shared_preload_libraries = 'schedq'
-max_worker_processes = 32
-EOF
-if ! as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$TMP/server.log" -w -t 60 start >/dev/null; then
-	tail -n 30 "$TMP/server.log" >&2 || true
-	die "the server did not start"
-fi
-STARTED=1
+# The throwaway server: the same code the benchmarks use.
+BENCH_NAME=demo
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench/lib.sh"
+bench_check_tools initdb pg_ctl psql
+bench_init
+bench_start_server
 as_pg "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d postgres \
 	-c "CREATE DATABASE demo" >/dev/null
 

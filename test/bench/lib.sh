@@ -67,6 +67,10 @@ bench_cleanup() {
 	trap - EXIT INT TERM
 	if [[ -n ${BENCH_CLEANUP_HOOK:-} ]]; then "$BENCH_CLEANUP_HOOK" || true; fi
 	bench_stop_server
+	if [[ $rc != 0 && $rc != 130 && -f $TMP/server.log ]]; then
+		echo "$BENCH_NAME: failed (exit $rc); last lines of the server log:" >&2
+		tail -n 20 "$TMP/server.log" | sed 's/^/    /' >&2
+	fi
 	rm -rf "$TMP"
 	exit "$rc"
 }

@@ -17,34 +17,8 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
-
-# Poll $query on database $db until its output is $expected (a string) or
-# satisfies $expected (a code ref).  Returns [seconds it took, output], or
-# undef (with a diagnostic) after $timeout seconds.  Connection errors
-# (the server is restarting) count as "not yet".
-sub poll_until
-{
-	my ($node, $db, $query, $expected, $timeout) = @_;
-	my $start = time;
-	my ($ret, $out, $err);
-
-	for (;;)
-	{
-		($ret, $out, $err) = $node->psql($db, $query);
-		if ($ret == 0
-			&& (ref $expected ? $expected->($out) : $out eq $expected))
-		{
-			return [ time - $start, $out ];
-		}
-		last if time - $start > $timeout;
-		usleep(50_000);
-	}
-	diag "after ${timeout}s, query: $query\n"
-	  . (ref $expected ? '' : "expected: $expected\n")
-	  . "got: $out\nstderr: $err";
-	return undef;
-}
 
 my $scheduler_of = "SELECT coalesce(string_agg(pid::text, ','), '')"
   . " FROM pg_stat_activity WHERE backend_type = 'schedq scheduler'"
@@ -66,10 +40,10 @@ $node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other', 'CREATE EXTENSION schedq');
 
-my $r = poll_until($node, 'postgres', $scheduler_of, sub { $_[0] =~ /^\d+$/ }, 5);
+my $r = poll_value($node, 'postgres', $scheduler_of, sub { $_[0] =~ /^\d+$/ }, 5);
 ok($r, 'a scheduler runs for postgres');
 my $pid1 = $r ? $r->[1] : 0;
-ok(poll_until($node, 'other', $scheduler_of, sub { $_[0] =~ /^\d+$/ }, 5),
+ok(poll_value($node, 'other', $scheduler_of, sub { $_[0] =~ /^\d+$/ }, 5),
 	'a scheduler runs for other');
 
 #
@@ -83,16 +57,16 @@ ok( eval {
 		1;
 	},
 	'(a) killing the scheduler with SIGKILL makes the postmaster reinitialize');
-$r = poll_until($node, 'postgres', $scheduler_of,
+$r = poll_value($node, 'postgres', $scheduler_of,
 	sub { $_[0] =~ /^\d+$/ && $_[0] ne $pid1 }, 30);
 ok($r, '(a) a new scheduler runs for postgres after crash recovery');
 note sprintf('(a) back after %.2f s', $r ? $r->[0] : -1);
 my $pid2 = $r ? $r->[1] : 0;
-ok(poll_until($node, 'other', $scheduler_of, sub { $_[0] =~ /^\d+$/ }, 10),
+ok(poll_value($node, 'other', $scheduler_of, sub { $_[0] =~ /^\d+$/ }, 10),
 	'(a) and one for other');
 my $task = $node->safe_psql('postgres',
 	"SELECT schedq.submit('after-crash', run_at => now() + interval '500 ms')");
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres', "SELECT status FROM schedq.task WHERE id = $task",
 		'available', 5),
 	'(a) the new scheduler promotes a due task');
@@ -105,7 +79,7 @@ my $lpid = $node->safe_psql('postgres', $launcher_pid);
 $offset = -s $node->logfile;
 kill 'TERM', $pid2;
 my $seen_two = 0;
-$r = poll_until(
+$r = poll_value(
 	$node, 'postgres', $scheduler_of,
 	sub {
 		$seen_two = 1 if $_[0] =~ /,/;
@@ -184,7 +158,7 @@ for my $w (1, 2)
 }
 
 # Let the load run until a fair amount has been submitted and completed.
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT (SELECT count(*) FROM schedq.task WHERE kind = 'load') >= 1000"
 		  . " AND (SELECT count(*) FROM done_log) >= 500",
@@ -231,21 +205,21 @@ is( $node->safe_psql('postgres',
 	'(d) every done task has its completion logged (no half-committed complete)');
 
 # The held tasks come back once their lease has expired.
-$r = poll_until(
+$r = poll_value(
 	$node, 'postgres',
 	"SELECT count(*) FROM schedq.task WHERE id IN ($held)"
 	  . " AND status IN ('pending', 'available') AND attempts = 1"
 	  . " AND last_error = 'lease expired'",
 	'5', 15);
 ok($r, '(d) the tasks that were running come back after their lease expired');
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT count(*) FROM schedq.task WHERE status = 'running'",
 		'0', 15),
 	'(d) no task is left running');
 
 # Drain: every task can still be claimed and completed, once.
-$r = poll_until(
+$r = poll_value(
 	$node, 'postgres', q{
 	WITH c AS (SELECT id, token FROM schedq.claim('drain', n => 1000, wait => '1s'))
 	INSERT INTO done_log (task_id, worker)

@@ -15,43 +15,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
-
-# Poll $query on database $db until it returns $expected.  Returns the
-# seconds it took, or undef (with a diagnostic) after $timeout seconds.
-sub poll_until
-{
-	my ($node, $db, $query, $expected, $timeout) = @_;
-	my $start = time;
-	my ($ret, $out, $err);
-
-	for (;;)
-	{
-		($ret, $out, $err) = $node->psql($db, $query);
-		return time - $start if $ret == 0 && $out eq $expected;
-		last if time - $start > $timeout;
-		usleep(50_000);
-	}
-	diag "after ${timeout}s, query: $query\n"
-	  . "expected: $expected\ngot: $out\nstderr: $err";
-	return undef;
-}
-
-# Poll $query for $seconds; returns undef if it returned $expected every
-# time, else the first other output.
-sub stays
-{
-	my ($node, $db, $query, $expected, $seconds) = @_;
-	my $start = time;
-
-	while (time - $start < $seconds)
-	{
-		my $out = $node->safe_psql($db, $query);
-		return $out if $out ne $expected;
-		usleep(50_000);
-	}
-	return undef;
-}
 
 my $workers = "SELECT count(*) FROM pg_stat_activity"
   . " WHERE backend_type IN ('schedq launcher', 'schedq scheduler')";

@@ -23,29 +23,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
 
 my $max_lag = 0.3;
-
-# Poll $query on database $db until it returns $expected.  Returns the
-# seconds it took, or undef (with a diagnostic) after $timeout seconds.
-sub poll_until
-{
-	my ($node, $db, $query, $expected, $timeout) = @_;
-	my $start = time;
-	my ($ret, $out, $err);
-
-	for (;;)
-	{
-		($ret, $out, $err) = $node->psql($db, $query);
-		return time - $start if $ret == 0 && $out eq $expected;
-		last if time - $start > $timeout;
-		usleep(50_000);
-	}
-	diag "after ${timeout}s, query: $query\n"
-	  . "expected: $expected\ngot: $out\nstderr: $err";
-	return undef;
-}
 
 # Assert that a lag (seconds) is within [0, $max_lag).
 sub lag_ok
@@ -233,6 +214,51 @@ is( $node->safe_psql('postgres',
 		"SELECT pid FROM schedq.scheduler_status() WHERE datname = 'postgres'"),
 	$sched_pid,
 	'(d) the same scheduler process throughout');
+
+#
+# (e) Many waiting claims and one task: one claim is woken, not all of them
+# (no thundering herd), and the others sleep on without spinning.  Woken
+# waiting claims are counted in schedq.metrics() as claim_wakeups.
+#
+my $nwaiters = 20;
+my @waiters;
+for my $i (1 .. $nwaiters)
+{
+	my $w = $node->background_psql('postgres');
+	$w->query_until(qr/waiting\n/,
+		    "\\echo waiting\n"
+		  . "SELECT 'got:' || count(*) FROM schedq.claim('we$i', queues => '{e}', wait => '60s');\n");
+	push @waiters, $w;
+}
+my $sleeping = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active'"
+  . " AND wait_event_type = 'Extension' AND query LIKE '%queues => ''{e}''%'";
+ok(defined poll_until($node, 'postgres', $sleeping, "$nwaiters", 20),
+	"(e) $nwaiters claims are waiting");
+my $wakeups = metric($node, 'claim_wakeups');
+$node->safe_psql('postgres', "SELECT schedq.submit('e', queue => 'e')");
+ok( defined poll_until(
+		$node, 'postgres', "SELECT status FROM schedq.task WHERE queue = 'e'",
+		'running', 5),
+	'(e) a waiting claim took the task');
+ok(defined poll_until($node, 'postgres', $sleeping, $nwaiters - 1, 5),
+	'(e) the others are still waiting');
+my $woken = metric($node, 'claim_wakeups') - $wakeups;
+cmp_ok($woken, '<=', 2,
+	"(e) one submit woke $woken of $nwaiters waiting claims, not all of them");
+is(stays($node, 'postgres',
+		"SELECT value FROM schedq.metrics() WHERE name = 'claim_wakeups'",
+		$wakeups + $woken, 1),
+	undef, '(e) the waiting claims do not wake up again by themselves');
+# Release the others: one task each.
+$node->safe_psql('postgres',
+	"SELECT schedq.submit('e', queue => 'e') FROM generate_series(2, $nwaiters)");
+my $got = 0;
+for my $w (@waiters)
+{
+	$got++ if $w->query_until(qr/got:\d+\n/, '') =~ /got:1/;
+	$w->quit;
+}
+is($got, $nwaiters, '(e) every waiting claim got exactly one task');
 
 $node->stop;
 

@@ -16,27 +16,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
-
-# Poll $query on database $db until it returns $expected.  Returns the
-# seconds it took, or undef (with a diagnostic) after $timeout seconds.
-sub poll_until
-{
-	my ($node, $db, $query, $expected, $timeout) = @_;
-	my $start = time;
-	my ($ret, $out, $err);
-
-	for (;;)
-	{
-		($ret, $out, $err) = $node->psql($db, $query);
-		return time - $start if $ret == 0 && $out eq $expected;
-		last if time - $start > $timeout;
-		usleep(50_000);
-	}
-	diag "after ${timeout}s, query: $query\n"
-	  . "expected: $expected\ngot: $out\nstderr: $err";
-	return undef;
-}
 
 my $node = PostgreSQL::Test::Cluster->new('reaper');
 $node->init;
@@ -55,13 +36,6 @@ ok( defined poll_until(
 		'1', 10),
 	'the scheduler of postgres runs');
 
-sub metric
-{
-	my ($name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT value FROM schedq.metrics() WHERE name = '$name'");
-}
-
 # Claim the one available task of a queue; returns (id, token).
 sub claim_one
 {
@@ -76,7 +50,7 @@ sub claim_one
 # A lease that expires without a heartbeat: the attempt fails with
 # 'lease expired' and the task goes back (attempts remain).
 #
-my $expirations = metric('lease_expirations');
+my $expirations = metric($node, 'lease_expirations');
 my $id = $node->safe_psql('postgres', "SELECT schedq.submit('lease', queue => 'lease')");
 my ($cid, $token) = claim_one('lease', '1 second');
 is($cid, $id, 'a task is claimed with a 1 s lease');
@@ -91,7 +65,7 @@ note sprintf('lease reaped %.2f s after the claim', $took // -1);
 is( $node->safe_psql('postgres',
 		"SELECT claimed_by IS NULL AND lease_expires_at IS NULL FROM schedq.task WHERE id = $id"),
 	't', 'the reaped task has no worker and no lease');
-cmp_ok(metric('lease_expirations'), '>', $expirations, 'lease_expirations grew');
+cmp_ok(metric($node, 'lease_expirations'), '>', $expirations, 'lease_expirations grew');
 
 # The grant of the reaped attempt is stale: it can no longer finish the
 # task, or extend its lease.
@@ -128,7 +102,7 @@ is( $node->safe_psql('postgres', "SELECT status || ':' || attempts FROM schedq.t
 # A timeout: claimed with a long lease and heartbeated, the attempt still
 # fails at its timeout, with 'timeout'.
 #
-my $timeouts = metric('task_timeouts');
+my $timeouts = metric($node, 'task_timeouts');
 $id = $node->safe_psql('postgres',
 	"SELECT schedq.submit('slow', queue => 'slow', timeout => '1 second')");
 ($cid, $token) = claim_one('slow', '1 hour');
@@ -142,7 +116,7 @@ $took = poll_until(
 	'true:1:timeout', 5);
 ok(defined $took, 'the heartbeated attempt fails at its timeout with last_error "timeout"');
 note sprintf('timeout reaped %.2f s after the claim', $took // -1);
-cmp_ok(metric('task_timeouts'), '>', $timeouts, 'task_timeouts grew');
+cmp_ok(metric($node, 'task_timeouts'), '>', $timeouts, 'task_timeouts grew');
 is($node->safe_psql('postgres', "SELECT schedq.complete('$token')"),
 	'f', 'complete with the timed-out grant returns false');
 

@@ -43,36 +43,10 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
 
 my $max_lateness = 0.2;
-
-# Poll $query on database $db until its output is $expected (a string) or
-# satisfies $expected (a code ref).  Returns [seconds it took, output], or
-# undef (with a diagnostic) after $timeout seconds.  Connection errors
-# (the server is restarting) count as "not yet".
-sub poll_until
-{
-	my ($node, $db, $query, $expected, $timeout) = @_;
-	my $start = time;
-	my ($ret, $out, $err);
-
-	for (;;)
-	{
-		($ret, $out, $err) = $node->psql($db, $query);
-		if ($ret == 0
-			&& (ref $expected ? $expected->($out) : $out eq $expected))
-		{
-			return [ time - $start, $out ];
-		}
-		last if time - $start > $timeout;
-		usleep(50_000);
-	}
-	diag "after ${timeout}s, query: $query\n"
-	  . (ref $expected ? '' : "expected: $expected\n")
-	  . "got: $out\nstderr: $err";
-	return undef;
-}
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
@@ -120,7 +94,7 @@ schedq.reaper_interval = '100ms'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION schedq');
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT state FROM schedq.scheduler_status() WHERE datname = 'postgres'",
 		'idle', 10),
@@ -129,12 +103,6 @@ ok( poll_until(
 my $scheduler_pid = "SELECT coalesce(string_agg(pid::text, ','), '')"
   . " FROM pg_stat_activity WHERE backend_type = 'schedq scheduler'"
   . " AND datname = 'postgres'";
-sub metric
-{
-	my ($n, $name) = @_;
-	return $n->safe_psql('postgres',
-		"SELECT value FROM schedq.metrics() WHERE name = '$name'");
-}
 
 #
 # (a) every second, on the second, none missing; and (b) never
@@ -144,7 +112,7 @@ my $fired0 = metric($node, 'periodic_fired');
 my $skipped0 = metric($node, 'periodic_skipped_overlap');
 my $consumer = start_consumer($node, 'a');
 # the consumer's claim is waiting before the first tick
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension'"
 		  . " AND state = 'active' AND query LIKE '%claim(''c_a''%'"
@@ -159,10 +127,10 @@ my ($t_sched0, undef, undef, $t_sched1) = split /\|/,
 	       schedq.schedule('ov', '* * * * * *', 'tick', queue => 'ov'),
 	       floor(extract(epoch FROM clock_timestamp()))});
 
-my $r = poll_until($node, 'postgres',
+my $r = poll_value($node, 'postgres',
 	"SELECT fired >= 6 FROM schedq.periodic WHERE name = 'a'", 't', 20);
 ok($r, '(a) the schedule fired 6 times');
-$r = poll_until($node, 'postgres',
+$r = poll_value($node, 'postgres',
 	"SELECT skipped >= 3 FROM schedq.periodic WHERE name = 'ov'", 't', 10);
 ok($r, '(b) the never-finished schedule skipped 3 ticks');
 # Stop (a) (ov runs on until (b) is checked); what (a) made is checked below.
@@ -170,7 +138,7 @@ $node->safe_psql('postgres',
 	"SELECT schedq.schedule('a', '* * * * * *', 'tick', queue => 'a', enabled => false)");
 my ($a_fired, $a_skipped) = split /\|/,
   $node->safe_psql('postgres', "SELECT fired, skipped FROM schedq.periodic WHERE name = 'a'");
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT count(*) FILTER (WHERE status <> 'done') FROM schedq.task WHERE periodic = 'a'",
 		'0', 5),
@@ -230,7 +198,7 @@ ok(metric($node, 'periodic_fired') - $fired0 >= $n + 1,
 is( $node->safe_psql('postgres',
 		"SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{ov}')"),
 	't', '(b) the live task is completed');
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT fired || ':' || (SELECT count(*) FROM schedq.task WHERE periodic = 'ov')"
 		  . " FROM schedq.periodic WHERE name = 'ov'",
@@ -243,7 +211,7 @@ $node->safe_psql('postgres', "SELECT schedq.unschedule('ov'), schedq.unschedule(
 #
 $consumer = start_consumer($node, 'cr');
 $node->safe_psql('postgres', "SELECT schedq.schedule('cr', '* * * * * *', 'tick', queue => 'cr')");
-ok(poll_until($node, 'postgres', "SELECT fired >= 2 FROM schedq.periodic WHERE name = 'cr'", 't', 10),
+ok(poll_value($node, 'postgres', "SELECT fired >= 2 FROM schedq.periodic WHERE name = 'cr'", 't', 10),
 	'(c) the schedule fires');
 
 my $cr_fired = "SELECT fired FROM schedq.periodic WHERE name = 'cr'";
@@ -268,18 +236,18 @@ for my $i (1 .. @offsets)
 		"(c) kill $i: the postmaster reinitializes");
 	$restarts++;
 	stop_consumer($consumer);
-	$r = poll_until($node, 'postgres', $scheduler_pid,
+	$r = poll_value($node, 'postgres', $scheduler_pid,
 		sub { $_[0] =~ /^\d+$/ && $_[0] ne $pid }, 30);
 	ok($r, "(c) kill $i: a new scheduler runs");
 	$consumer = start_consumer($node, 'cr');
-	ok( poll_until(
+	ok( poll_value(
 			$node, 'postgres', $cr_fired, sub { $_[0] >= $before + 2 }, 15),
 		"(c) kill $i: the schedule fires again");
 }
 
 # An immediate stop of about 3 s, made while no tick is being fired and
 # the last tick's task is done.
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT t.status = 'done' AND extract(epoch FROM clock_timestamp())"
 		  . "  - floor(extract(epoch FROM clock_timestamp())) BETWEEN 0.3 AND 0.6"
@@ -296,7 +264,7 @@ my $t_start = time;
 $node->start;
 $restarts++;
 $consumer = start_consumer($node, 'cr');
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres',
 		"SELECT count(*) >= 3 FROM schedq.task WHERE periodic = 'cr'"
 		  . " AND created_at >= to_timestamp($t_start)",
@@ -376,13 +344,13 @@ my $due = $node->safe_psql('postgres',
 	  . " WHERE name = 'past' RETURNING extract(epoch FROM next_run)");
 $node->safe_psql('postgres',
 	"SELECT schedq.submit('wake', queue => 'wake', run_at => now() + interval '1 hour')");
-ok( poll_until($node, 'postgres', "SELECT fired FROM schedq.periodic WHERE name = 'past'", '1', 5),
+ok( poll_value($node, 'postgres', "SELECT fired FROM schedq.periodic WHERE name = 'past'", '1', 5),
 	'(d) the overdue schedule fires');
 # Let the scheduler make another pass: a task due in 300 ms is promoted
 # by a pass that runs after the tick fired.  Still once.
 my $wake = $node->safe_psql('postgres',
 	"SELECT schedq.submit('wake', queue => 'wake', run_at => now() + interval '300 ms')");
-ok( poll_until(
+ok( poll_value(
 		$node, 'postgres', "SELECT status <> 'pending' FROM schedq.task WHERE id = $wake",
 		't', 5),
 	'(d) the scheduler made another pass');
@@ -424,14 +392,14 @@ $standby->start;
 $consumer = start_consumer($primary, 'sb');
 $primary->safe_psql('postgres',
 	"SELECT schedq.schedule('sb', '* * * * * *', 'tick', queue => 'sb')");
-ok( poll_until(
+ok( poll_value(
 		$primary, 'postgres', "SELECT fired >= 3 FROM schedq.periodic WHERE name = 'sb'",
 		't', 10),
 	'(e) the primary fires the schedule');
 # Without the consumer, the last task stays live and the next tick is
 # skipped: from then on, the primary makes no more tasks.
 stop_consumer($consumer);
-ok( poll_until(
+ok( poll_value(
 		$primary, 'postgres',
 		"SELECT p.skipped >= 1 AND t.status = 'available'"
 		  . " FROM schedq.periodic p JOIN schedq.task t ON t.id = p.last_task_id"
@@ -465,7 +433,7 @@ unlike(
 my ($n_primary, $max_id) = split /:/, $on_primary;
 $primary->stop;
 $standby->promote;
-ok( poll_until(
+ok( poll_value(
 		$standby, 'postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq scheduler'",
 		'1', 10),
@@ -474,7 +442,7 @@ is( $standby->safe_psql('postgres',
 		"SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{sb}')"),
 	't', '(e) the task left live by the old primary is completed on the new one');
 $consumer = start_consumer($standby, 'sb');
-ok( poll_until(
+ok( poll_value(
 		$standby, 'postgres',
 		"SELECT count(*) FROM schedq.task WHERE periodic = 'sb' AND id > $max_id",
 		sub { $_[0] >= 3 }, 10),

@@ -44,34 +44,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
-
-# Poll $query on database $db until its output is $expected (a string) or
-# satisfies $expected (a code ref).  Returns [seconds it took, output], or
-# undef (with a diagnostic) after $timeout seconds.  Connection errors
-# (the server is restarting) count as "not yet".
-sub poll_until
-{
-	my ($node, $db, $query, $expected, $timeout) = @_;
-	my $start = time;
-	my ($ret, $out, $err);
-
-	for (;;)
-	{
-		($ret, $out, $err) = $node->psql($db, $query);
-		if ($ret == 0
-			&& (ref $expected ? $expected->($out) : $out eq $expected))
-		{
-			return [ time - $start, $out ];
-		}
-		last if time - $start > $timeout;
-		usleep(50_000);
-	}
-	diag "after ${timeout}s, query: $query\n"
-	  . (ref $expected ? '' : "expected: $expected\n")
-	  . "got: $out\nstderr: $err";
-	return undef;
-}
 
 my $node = PostgreSQL::Test::Cluster->new('executor');
 $node->init;
@@ -146,7 +120,7 @@ sub wait_finished
 {
 	my ($timeout, @ids) = @_;
 	my $list = join(',', @ids);
-	return poll_until(
+	return poll_value(
 		$node, 'postgres',
 		"SELECT count(*) FROM schedq.task WHERE id IN ($list)"
 		  . " AND status IN ('done', 'failed', 'canceled')",
@@ -156,11 +130,11 @@ sub wait_finished
 #
 # (a) The pool.
 #
-my $r = poll_until($node, 'postgres', executors_of('postgres'),
+my $r = poll_value($node, 'postgres', executors_of('postgres'),
 	sub { count_of($_[0]) == 2 }, 10);
 ok($r, '(a) two executors (schedq.sql_workers default) run for postgres');
 note sprintf('(a) up after %.2f s', $r ? $r->[0] : -1);
-ok(poll_until($node, 'postgres', executors_of('other'), sub { count_of($_[0]) == 2 }, 10),
+ok(poll_value($node, 'postgres', executors_of('other'), sub { count_of($_[0]) == 2 }, 10),
 	'(a) and two for other');
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(DISTINCT application_name || '/' || usesysid::regrole, ',')"
@@ -171,19 +145,19 @@ is($node->safe_psql('postgres', executors_of('plain')),
 	'', '(a) none for a database without schedq');
 
 set_workers(3);
-$r = poll_until($node, 'postgres', executors_of('postgres'),
+$r = poll_value($node, 'postgres', executors_of('postgres'),
 	sub { count_of($_[0]) == 3 }, 5);
 ok($r, '(a) after sql_workers = 3 and a reload, three executors run');
 note sprintf('(a) three after %.2f s', $r ? $r->[0] : -1);
-ok(poll_until($node, 'postgres', executors_of('other'), sub { count_of($_[0]) == 3 }, 5),
+ok(poll_value($node, 'postgres', executors_of('other'), sub { count_of($_[0]) == 3 }, 5),
 	'(a) three for other too');
 
 set_workers(1);
-$r = poll_until($node, 'postgres', executors_of('postgres'),
+$r = poll_value($node, 'postgres', executors_of('postgres'),
 	sub { count_of($_[0]) == 1 }, 5);
 ok($r, '(a) after sql_workers = 1 and a reload, one executor runs');
 note sprintf('(a) one after %.2f s', $r ? $r->[0] : -1);
-ok(poll_until($node, 'postgres', executors_of('other'), sub { count_of($_[0]) == 1 }, 5),
+ok(poll_value($node, 'postgres', executors_of('other'), sub { count_of($_[0]) == 1 }, 5),
 	'(a) one for other too');
 
 #
@@ -256,7 +230,7 @@ is($node->safe_psql('postgres', executors_of('postgres')),
 	$one, '(e) by the one executor, which is still the same process');
 
 set_workers(2);
-ok(poll_until($node, 'postgres', executors_of('postgres'), sub { count_of($_[0]) == 2 }, 5),
+ok(poll_value($node, 'postgres', executors_of('postgres'), sub { count_of($_[0]) == 2 }, 5),
 	'two executors again');
 
 #
@@ -306,7 +280,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM public.secret'),
 my $t_sleep = submit('u', 'SELECT pg_sleep(30)', "timeout => '1 second', max_attempts => 1");
 my $t_lift = submit('u', 'SET statement_timeout = 0; SELECT pg_sleep(30)',
 	"timeout => '1 second', max_attempts => 1");
-$r = poll_until($node, 'postgres',
+$r = poll_value($node, 'postgres',
 	"SELECT status FROM schedq.task WHERE id = $t_sleep", 'failed', 5);
 ok($r, '(c) a pg_sleep(30) task with timeout 1 s fails within 5 s');
 note sprintf('(c) failed after %.2f s', $r ? $r->[0] : -1);
@@ -314,17 +288,17 @@ like(task_row($t_sleep),
 	qr/^failed\|1\|(canceling statement due to statement timeout|timeout)\|$/,
 	'(c) with last_error statement timeout (or the reaper\'s "timeout")');
 note '(c) ' . task_row($t_sleep);
-ok( poll_until($node, 'postgres',
+ok( poll_value($node, 'postgres',
 		"SELECT status FROM schedq.task WHERE id = $t_lift", 'failed', 5),
 	'(c) so does one that sets statement_timeout = 0 first');
 note '(c) ' . task_row($t_lift);
-ok( poll_until($node, 'postgres',
+ok( poll_value($node, 'postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq sql executor'"
 		  . " AND state = 'active' AND query LIKE '%pg_sleep(30)%'",
 		'0', 3),
 	'(c) no executor is running them any more');
 my $quick = submit('u', 'SELECT 1');
-ok(poll_until($node, 'postgres', "SELECT status FROM schedq.task WHERE id = $quick", 'done', 3),
+ok(poll_value($node, 'postgres', "SELECT status FROM schedq.task WHERE id = $quick", 'done', 3),
 	'(c) a following quick task completes');
 
 # A command that catches query_canceled (the statement timeout, then the
@@ -338,11 +312,11 @@ my $t_swallow = submit('u',
 	  . ' INSERT INTO public.mine VALUES (20, current_user);'
 	  . ' END $d$',
 	"timeout => '1 second', max_attempts => 2");
-$r = poll_until($node, 'postgres',
+$r = poll_value($node, 'postgres',
 	"SELECT status || '|' || attempts || '|' || last_error FROM schedq.task WHERE id = $t_swallow",
 	'failed|2|timeout', 10);
 ok($r, '(c) a task that swallows its cancels times out at both attempts and fails');
-ok( poll_until($node, 'postgres',
+ok( poll_value($node, 'postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq sql executor'"
 		  . " AND state = 'active' AND query LIKE 'DO %'",
 		'0', 5),
@@ -355,7 +329,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM public.mine WHERE x = 20')
 #
 my $pids_before = $node->safe_psql('postgres', executors_of('postgres'));
 my $t_cancel = submit('u', 'SELECT pg_sleep(60)');
-$r = poll_until($node, 'postgres',
+$r = poll_value($node, 'postgres',
 	"SELECT (SELECT status FROM schedq.task WHERE id = $t_cancel) || '|'"
 	  . ' || (' . running_query('SELECT pg_sleep(60)') . ')',
 	sub { $_[0] =~ /^running\|\d+$/ }, 5);
@@ -364,17 +338,17 @@ my $cancel_pid = $r ? (split /\|/, $r->[1])[1] : 0;
 is($node->safe_psql('postgres', "SELECT schedq.cancel($t_cancel)",
 		extra_params => [ '-U', 'u' ]),
 	't', '(d) its owner cancels it: cancel() returns true');
-$r = poll_until($node, 'postgres', running_query('SELECT pg_sleep(60)'), '', 3);
+$r = poll_value($node, 'postgres', running_query('SELECT pg_sleep(60)'), '', 3);
 ok($r, '(d) within 3 s no executor runs pg_sleep(60) any more');
 note sprintf('(d) statement stopped after %.2f s', $r ? $r->[0] : -1);
-ok( poll_until($node, 'postgres',
+ok( poll_value($node, 'postgres',
 		"SELECT state FROM pg_stat_activity WHERE pid = $cancel_pid", 'idle', 3),
 	'(d) the executor that ran it is idle again');
 is(task_row($t_cancel), 'canceled|1||', '(d) the task is canceled, no error recorded over it');
 is($node->safe_psql('postgres', executors_of('postgres')),
 	$pids_before, '(d) the same executors: none died or was restarted');
 $quick = submit('u', 'INSERT INTO public.mine VALUES (10, current_user)');
-ok(poll_until($node, 'postgres', "SELECT status FROM schedq.task WHERE id = $quick", 'done', 3),
+ok(poll_value($node, 'postgres', "SELECT status FROM schedq.task WHERE id = $quick", 'done', 3),
 	'(d) the next task runs');
 
 # A command that catches the cancel and goes on to write: complete()
@@ -385,7 +359,7 @@ my $swallow_cmd = 'DO $d$ BEGIN'
   . ' INSERT INTO public.mine VALUES (11, current_user);'
   . ' END $d$';
 $t_cancel = submit('u', $swallow_cmd);
-$r = poll_until($node, 'postgres',
+$r = poll_value($node, 'postgres',
 	"SELECT (SELECT status FROM schedq.task WHERE id = $t_cancel) || '|'"
 	  . ' || (' . running_query($swallow_cmd) . ')',
 	sub { $_[0] =~ /^running\|\d+$/ }, 5);
@@ -394,7 +368,7 @@ $cancel_pid = $r ? (split /\|/, $r->[1])[1] : 0;
 is($node->safe_psql('postgres', "SELECT schedq.cancel($t_cancel)",
 		extra_params => [ '-U', 'u' ]),
 	't', '(d) it is canceled');
-ok( poll_until($node, 'postgres',
+ok( poll_value($node, 'postgres',
 		"SELECT state FROM pg_stat_activity WHERE pid = $cancel_pid", 'idle', 3),
 	'(d) its executor is done with it');
 is(task_row($t_cancel), 'canceled|1||', '(d) the task stays canceled');
@@ -439,7 +413,7 @@ like(task_row($t_w),
 #
 my $g_cmd = 'SELECT pg_sleep(5); INSERT INTO public.runs VALUES (1)';
 my $t_g = submit('u', $g_cmd, 'max_attempts => 3');
-$r = poll_until($node, 'postgres',
+$r = poll_value($node, 'postgres',
 	"SELECT t.status || '|' || t.attempts || '|' || t.lease || '|' || t.claimed_by || '|'"
 	  . " || extract(epoch FROM t.lease_expires_at) || '|' || ("
 	  . running_query($g_cmd) . ") FROM schedq.task t WHERE t.id = $t_g",
@@ -453,7 +427,7 @@ is($claimed_by, "schedq sql executor $g_pid", '(g) claimed by the executor runni
 # Until the reaper has extended the lease, the attempt stays the first,
 # running, in that one executor.
 my ($held, $twice) = (1, 0);
-$r = poll_until(
+$r = poll_value(
 	$node, 'postgres',
 	"SELECT t.status || '|' || t.attempts || '|' || extract(epoch FROM t.lease_expires_at)"
 	  . " || '|' || (" . running_query($g_cmd) . ") FROM schedq.task t WHERE t.id = $t_g",
@@ -479,7 +453,7 @@ ok( eval {
 	'(g) killing the executor with SIGKILL makes the postmaster reinitialize');
 
 my $taken_back = 0;
-$r = poll_until(
+$r = poll_value(
 	$node, 'postgres',
 	"SELECT t.status || '|' || t.attempts || '|' || coalesce(t.last_error, '') || '|' || ("
 	  . running_query($g_cmd) . ") FROM schedq.task t WHERE t.id = $t_g",
@@ -499,7 +473,7 @@ ok($taken_back, '(g) in between, the first attempt was taken back: "lease expire
 is($node->safe_psql('postgres', 'SELECT count(*) FROM public.runs'),
 	'1', '(g) public.runs has one row: the killed attempt never committed');
 ok(!$twice, '(g) never were two executors running the task');
-ok(poll_until($node, 'postgres', executors_of('postgres'), sub { count_of($_[0]) == 2 }, 5),
+ok(poll_value($node, 'postgres', executors_of('postgres'), sub { count_of($_[0]) == 2 }, 5),
 	'(g) two executors run again after the restart');
 
 #
@@ -512,7 +486,7 @@ ok(poll_until($node, 'postgres', executors_of('postgres'), sub { count_of($_[0])
 # because the failure leaves the executor in u's settings.
 #
 set_workers(1);
-ok(poll_until($node, 'postgres', executors_of('postgres'), sub { count_of($_[0]) == 1 }, 5),
+ok(poll_value($node, 'postgres', executors_of('postgres'), sub { count_of($_[0]) == 1 }, 5),
 	'(h) one executor');
 $node->safe_psql(
 	'postgres', qq{
