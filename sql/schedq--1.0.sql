@@ -447,6 +447,7 @@ CREATE TABLE schedq.periodic (
 	next_run		timestamptz,
 	last_run		timestamptz,
 	last_task_id	bigint,
+	next_task_id	bigint NOT NULL DEFAULT nextval('schedq.task_id_seq'),
 	kind			text NOT NULL,
 	payload			jsonb NOT NULL DEFAULT '{}',
 	queue			text NOT NULL DEFAULT 'default',
@@ -466,6 +467,7 @@ CREATE TABLE schedq.periodic (
 	updated_at		timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE schedq.periodic IS 'periodic schedules and the template of the task each tick submits';
+COMMENT ON COLUMN schedq.periodic.next_task_id IS 'the id the next tick''s task will take, drawn in advance so that a tick inserts its task before it moves the schedule on';
 CREATE INDEX periodic_due_idx ON schedq.periodic (next_run) WHERE enabled;
 ALTER TABLE schedq.periodic ENABLE ROW LEVEL SECURITY;
 CREATE POLICY periodic_visible ON schedq.periodic FOR SELECT

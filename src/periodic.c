@@ -351,41 +351,49 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 	char  nulls[2] = { ' ', name == (Datum) 0 ? 'n' : ' ' };
 	int	  n;
 
+	/*
+	 * No join in here: each step reads the due rows themselves (or their
+	 * ctids), so the plan stays linear in the due schedules whatever the
+	 * statistics say -- a schedule table analysed while empty must not
+	 * turn a thousand ticks into a million comparisons.  A tick's task
+	 * takes the id its schedule drew in advance (next_task_id), so the
+	 * INSERT needs nothing from the UPDATE and each task is inserted as
+	 * soon as its schedule row is locked; the schedules move on after.
+	 */
 	n = schedq_execute(
 		schedq_plan(
 			&plan_fire,
 			"WITH due AS ("
-			"  SELECT p.name, p.last_task_id FROM schedq.periodic p"
+			"  SELECT p.ctid AS row, p.*, EXISTS (SELECT FROM schedq.task t"
+			"    WHERE t.id = p.last_task_id"
+			"      AND t.status IN ('pending', 'available', 'running')) AS busy"
+			"  FROM schedq.periodic p"
 			"  WHERE p.enabled AND p.next_run <= $1"
 			"    AND ($2::text IS NULL OR p.name = $2)"
 			"  ORDER BY p.next_run LIMIT " CppAsString2(
 				PERIODIC_BATCH) "  FOR UPDATE SKIP LOCKED),"
-								" busy AS ("
-								"  SELECT due.name FROM due WHERE due.last_task_id = ANY (ARRAY("
-								"    SELECT t.id FROM schedq.task t"
-								"    WHERE t.id = ANY (ARRAY(SELECT d.last_task_id FROM due d))"
-								"      AND t.status IN ('pending', 'available', 'running')))),"
 								" ins AS ("
-								"  INSERT INTO schedq.task (kind, payload, queue, priority, status, run_at,"
-								"    max_attempts, timeout, lock_key, concurrency_key, required_caps,"
-								"    budgets, cost, owner, periodic, created_at)"
-								"  SELECT p.kind, p.payload, p.queue, p.priority,"
-								"    CASE WHEN p.lock_key IS NULL AND p.concurrency_key IS NULL"
+								"  INSERT INTO schedq.task (id, kind, payload, queue, priority, status,"
+								"    run_at, max_attempts, timeout, lock_key, concurrency_key,"
+								"    required_caps, budgets, cost, owner, periodic, created_at)"
+								"  SELECT d.next_task_id, d.kind, d.payload, d.queue, d.priority,"
+								"    CASE WHEN d.lock_key IS NULL AND d.concurrency_key IS NULL"
 								"      THEN 'available' ELSE 'pending' END,"
-								"    p.next_run, p.max_attempts, p.timeout, p.lock_key, p.concurrency_key,"
-								"    p.required_caps, p.budgets, p.cost, p.owner, p.name, clock_timestamp()"
-								"  FROM schedq.periodic p JOIN due ON due.name = p.name"
-								"  WHERE NOT EXISTS (SELECT FROM busy WHERE busy.name = p.name)"
-								"  RETURNING id, periodic, status, queue, required_caps),"
+								"    d.next_run, d.max_attempts, d.timeout, d.lock_key, d.concurrency_key,"
+								"    d.required_caps, d.budgets, d.cost, d.owner, d.name, clock_timestamp()"
+								"  FROM due d WHERE NOT d.busy"
+								"  RETURNING status, queue, required_caps),"
 								" fired AS ("
-								"  UPDATE schedq.periodic p SET last_task_id = ins.id,"
+								"  UPDATE schedq.periodic p SET last_task_id = p.next_task_id,"
+								"    next_task_id = nextval('schedq.task_id_seq'),"
 								"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
 								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
-								"  FROM ins WHERE p.name = ins.periodic RETURNING p.name),"
+								"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE NOT d.busy))),"
 								" skipped AS ("
 								"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
 								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
-								"  FROM busy WHERE p.name = busy.name RETURNING p.name)"
+								"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE d.busy))"
+								"  RETURNING p.name)"
 								" SELECT false, ins.status, ins.queue, ins.required_caps FROM ins"
 								" UNION ALL SELECT true, NULL, NULL, NULL FROM skipped",
 			2, (Oid[]){ TIMESTAMPTZOID, TEXTOID }),
