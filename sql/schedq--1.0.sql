@@ -81,13 +81,16 @@ COMMENT ON COLUMN schedq.task.periodic IS 'the periodic schedule that submitted 
 
 -- Claim: the head of the available set, in claim order.  Partial, so
 -- pending, running and finished tasks cost a claim nothing.
+-- Claim order is priority DESC, run_at, id; the key is written
+-- (-priority, run_at, id), all ascending, so that a claim can start at the
+-- claim floor with one row comparison (floor.c).
 CREATE INDEX task_available_idx ON schedq.task
-	(priority DESC, run_at, id) WHERE status = 'available';
+	((-(priority::bigint)), run_at, id) WHERE status = 'available';
 CREATE INDEX task_available_queue_idx ON schedq.task
-	(queue, priority DESC, run_at, id) WHERE status = 'available';
+	(queue, (-(priority::bigint)), run_at, id) WHERE status = 'available';
 -- The built-in executors' claims: available SQL tasks only.
-CREATE INDEX task_available_sql_idx ON schedq.task (priority DESC, run_at, id)
-	WHERE status = 'available' AND kind = 'sql';
+CREATE INDEX task_available_sql_idx ON schedq.task
+	((-(priority::bigint)), run_at, id) WHERE status = 'available' AND kind = 'sql';
 -- Promotion: pending tasks by due time, except those parked behind a gate.
 CREATE INDEX task_pending_idx ON schedq.task (run_at, id) WHERE status = 'pending' AND NOT parked;
 -- Parked tasks by concurrency key, in claim order, for freeing slots.

@@ -168,24 +168,30 @@ schedq_retry(PG_FUNCTION_ARGS)
 				"     deadline = NULL, parked = false, parked_on = NULL,"
 				"     result = NULL, finished_at = NULL"
 				" WHERE id = $1"
-				" RETURNING status, queue, required_caps",
+				" RETURNING status, queue, required_caps, priority, run_at, id",
 				1, types),
 			&id, NULL, 0, SPI_OK_UPDATE_RETURNING);
 		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								1),
 				   "available") == 0)
 		{
-			bool isnull;
+			HeapTuple tuple = SPI_tuptable->vals[0];
+			TupleDesc desc = SPI_tuptable->tupdesc;
+			bool	  isnull;
 
-			schedq_wake_claimers_at_commit(SPI_getvalue(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc,
-														2),
+			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 2),
 										   DatumGetArrayTypeP(
-											   SPI_getbinval(SPI_tuptable
-																 ->vals[0],
-															 SPI_tuptable
-																 ->tupdesc,
-															 3, &isnull)));
+											   SPI_getbinval(tuple, desc, 3,
+															 &isnull)),
+										   DatumGetInt32(
+											   SPI_getbinval(tuple, desc, 4,
+															 &isnull)),
+										   DatumGetTimestampTz(
+											   SPI_getbinval(tuple, desc, 5,
+															 &isnull)),
+										   DatumGetInt64(
+											   SPI_getbinval(tuple, desc, 6,
+															 &isnull)));
 		}
 		else
 			schedq_wake_scheduler_at_commit();

@@ -382,7 +382,7 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 								"    d.next_run, d.max_attempts, d.timeout, d.lock_key, d.concurrency_key,"
 								"    d.required_caps, d.budgets, d.cost, d.owner, d.name, clock_timestamp()"
 								"  FROM due d WHERE NOT d.busy"
-								"  RETURNING status, queue, required_caps),"
+								"  RETURNING status, queue, required_caps, priority, run_at, id),"
 								" fired AS ("
 								"  UPDATE schedq.periodic p SET last_task_id = p.next_task_id,"
 								"    next_task_id = nextval('schedq.task_id_seq'),"
@@ -394,8 +394,9 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
 								"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE d.busy))"
 								"  RETURNING p.name)"
-								" SELECT false, ins.status, ins.queue, ins.required_caps FROM ins"
-								" UNION ALL SELECT true, NULL, NULL, NULL FROM skipped",
+								" SELECT false, ins.status, ins.queue, ins.required_caps,"
+								" ins.priority, ins.run_at, ins.id FROM ins"
+								" UNION ALL SELECT true, NULL, NULL, NULL, NULL, NULL, NULL FROM skipped",
 			2, (Oid[]){ TIMESTAMPTZOID, TEXTOID }),
 		values, nulls, 0, SPI_OK_SELECT);
 
@@ -415,6 +416,15 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 3),
 										   DatumGetArrayTypeP(
 											   SPI_getbinval(tuple, desc, 4,
+															 &isnull)),
+										   DatumGetInt32(
+											   SPI_getbinval(tuple, desc, 5,
+															 &isnull)),
+										   DatumGetTimestampTz(
+											   SPI_getbinval(tuple, desc, 6,
+															 &isnull)),
+										   DatumGetInt64(
+											   SPI_getbinval(tuple, desc, 7,
 															 &isnull)));
 		else
 			schedq_wake_scheduler_at_commit();

@@ -203,7 +203,7 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 				PROMOTE_BATCH) "  FOR UPDATE SKIP LOCKED)"
 							   " UPDATE schedq.task t SET status = 'available'"
 							   " WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
-							   " RETURNING t.queue, t.required_caps, t.run_at",
+							   " RETURNING t.queue, t.required_caps, t.run_at, t.priority, t.id",
 			1, (Oid[]){ TIMESTAMPTZOID }),
 		&value, NULL, 0, SPI_OK_UPDATE_RETURNING);
 	for (int i = 0; i < n; i++)
@@ -218,7 +218,16 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 									   DatumGetArrayTypeP(
 										   SPI_getbinval(tuple,
 														 SPI_tuptable->tupdesc,
-														 2, &isnull)));
+														 2, &isnull)),
+									   DatumGetInt32(
+										   SPI_getbinval(tuple,
+														 SPI_tuptable->tupdesc,
+														 4, &isnull)),
+									   run_at,
+									   DatumGetInt64(
+										   SPI_getbinval(tuple,
+														 SPI_tuptable->tupdesc,
+														 5, &isnull)));
 		if (run_at < *oldest)
 			*oldest = run_at;
 	}
@@ -431,22 +440,28 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 			schedq_plan(&plan_promote,
 						"UPDATE schedq.task SET status = 'available'"
 						" WHERE id = ANY ($1) AND status = 'pending'"
-						" RETURNING queue, required_caps",
+						" RETURNING queue, required_caps, priority, run_at, id",
 						1, (Oid[]){ INT8ARRAYOID }),
 			&ids, NULL, 0, SPI_OK_UPDATE_RETURNING);
 		for (int i = 0; i < done; i++)
 		{
-			bool isnull;
+			HeapTuple tuple = SPI_tuptable->vals[i];
+			TupleDesc desc = SPI_tuptable->tupdesc;
+			bool	  isnull;
 
-			schedq_wake_claimers_at_commit(SPI_getvalue(SPI_tuptable->vals[i],
-														SPI_tuptable->tupdesc,
-														1),
+			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 1),
 										   DatumGetArrayTypeP(
-											   SPI_getbinval(SPI_tuptable
-																 ->vals[i],
-															 SPI_tuptable
-																 ->tupdesc,
-															 2, &isnull)));
+											   SPI_getbinval(tuple, desc, 2,
+															 &isnull)),
+										   DatumGetInt32(
+											   SPI_getbinval(tuple, desc, 3,
+															 &isnull)),
+										   DatumGetTimestampTz(
+											   SPI_getbinval(tuple, desc, 4,
+															 &isnull)),
+										   DatumGetInt64(
+											   SPI_getbinval(tuple, desc, 5,
+															 &isnull)));
 		}
 	}
 	if (npark > 0)

@@ -30,6 +30,7 @@ int	 schedq_default_lease_s = 30;
 int	 schedq_sql_workers = 2;
 int	 schedq_retention_s = 7 * 24 * 3600;
 int	 schedq_max_payload_bytes = 1024 * 1024;
+int	 schedq_claim_floor_interval_ms = 10;
 
 void _PG_init(void);
 
@@ -71,6 +72,13 @@ _PG_init(void)
 							&schedq_max_payload_bytes, 1024 * 1024, 0,
 							1024 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE, NULL,
 							NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.claim_floor_interval",
+		"How often a claim moves the claim floor up to the first available task.",
+		"-1 turns the floor off: every claim starts at the head of the "
+		"available tasks.",
+		&schedq_claim_floor_interval_ms, 10, -1, 3600 * 1000, PGC_SUSET,
+		GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("schedq");
 
 	if (!process_shared_preload_libraries_in_progress)

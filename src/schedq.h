@@ -19,6 +19,7 @@ extern int	schedq_default_lease_s;
 extern int	schedq_sql_workers;
 extern int	schedq_retention_s;
 extern int	schedq_max_payload_bytes;
+extern int	schedq_claim_floor_interval_ms;
 
 /* Largest n a single claim may ask for. */
 #define SCHEDQ_MAX_CLAIM_BATCH 1000

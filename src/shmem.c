@@ -83,6 +83,8 @@ shmem_startup(void)
 			pg_atomic_init_u64(&schedq_shared->metrics[i], 0);
 		pg_atomic_init_u32(&schedq_shared->nwaiters, 0);
 		schedq_shared->max_waiters = MaxBackends;
+		for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+			SpinLockInit(&schedq_shared->floors[i].mutex);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

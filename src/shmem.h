@@ -24,6 +24,9 @@
 #include "port/atomics.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
+
+#include "floor.h"
 
 typedef enum SchedqMetric
 {
@@ -97,6 +100,22 @@ typedef struct SchedqExecutor
 	int32 attempt;
 } SchedqExecutor;
 
+/*
+ * A database's claim floor (floor.c).  Slots are taken once per database
+ * and never given back.
+ */
+typedef struct SchedqClaimFloor
+{
+	Oid			   dboid; /* InvalidOid: slot is free */
+	slock_t		   mutex;
+	uint64		   generation;	  /* bumped by every lowering step */
+	int			   committing;	  /* transactions between their two lowerings */
+	bool		   valid;		  /* false: claims start at the head */
+	SchedqClaimKey key;			  /* no available task sorts before it */
+	TimestampTz	   probed_at;	  /* the last probe started */
+	TimestampTz	   full_probe_at; /* the last probe from the head started */
+} SchedqClaimFloor;
+
 typedef struct SchedqSharedState
 {
 	LWLock			*lock;
@@ -108,6 +127,7 @@ typedef struct SchedqSharedState
 	pg_atomic_uint32 nwaiters;
 	SchedqDatabase	 databases[SCHEDQ_MAX_DATABASES];
 	SchedqExecutor	 executors[SCHEDQ_MAX_EXECUTORS];
+	SchedqClaimFloor floors[SCHEDQ_MAX_DATABASES];
 	int				 max_waiters;
 	SchedqWaiter	 waiters[FLEXIBLE_ARRAY_MEMBER]; /* by MyBackendId - 1 */
 } SchedqSharedState;

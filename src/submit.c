@@ -365,9 +365,11 @@ submit_one(SchedqCall *call, TaskArgs *a)
 	if (gated)
 		schedq_wake_scheduler_at_commit();
 	else
-		schedq_wake_claimers_at_commit(TextDatumGetCString(a->v[A_QUEUE]),
-									   DatumGetArrayTypeP(
-										   a->v[A_REQUIRED_CAPS]));
+		schedq_wake_claimers_at_commit(
+			TextDatumGetCString(a->v[A_QUEUE]),
+			DatumGetArrayTypeP(a->v[A_REQUIRED_CAPS]),
+			DatumGetInt32(a->v[A_PRIORITY]), run_at,
+			PG_INT64_MIN /* the id is not drawn yet: any bound will do */);
 
 	if (a->null[A_DEDUP_KEY])
 	{

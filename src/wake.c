@@ -35,6 +35,7 @@
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 
+#include "floor.h"
 #include "schedq.h"
 #include "shmem.h"
 #include "wake.h"
@@ -223,12 +224,16 @@ schedq_wake_scheduler_at_commit(void)
 }
 
 /*
- * After commit, wake one waiting claim that could take a task of this
- * queue with these required capabilities.
+ * A task of this queue with these required capabilities and this
+ * position in claim order (a lower bound of it will do) is made
+ * available: lower the claim floor to it, and after commit wake one
+ * waiting claim that could take it.
  */
 void
-schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps)
+schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps,
+							   int32 priority, TimestampTz run_at, int64 id)
 {
+	schedq_floor_lower_at_commit(priority, run_at, id);
 	wake_register_callback();
 	if (wake_ntasks >= WAKE_MAX_TASKS)
 	{

@@ -31,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "floor.h"
 #include "schedq.h"
 #include "shmem.h"
 #include "wake.h"
@@ -85,7 +86,8 @@ typedef enum ClaimQueueFilter
 	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))"                      \
 	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
 	"                 WHERE q.name = t.queue AND q.paused)" budget_filter      \
-	" ORDER BY t.priority DESC, t.run_at, t.id"                                \
+	" AND (-(t.priority::bigint), t.run_at, t.id) >= ($9, $10, $11)"           \
+	" ORDER BY -(t.priority::bigint), t.run_at, t.id"                          \
 	" LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
 
 #define CLAIM_ALL_SQL  " AND $2::text[] IS NULL"
@@ -189,9 +191,10 @@ typedef struct ClaimArgs
 	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout),"      \
 	"     started_at = $8, deadline = $8 + t.timeout"
 
-static const Oid claim_types[] = { INT4OID,		TEXTARRAYOID,  TEXTARRAYOID,
-								   OIDOID,		BOOLOID,	   TEXTOID,
-								   INTERVALOID, TIMESTAMPTZOID };
+static const Oid claim_types[] = { INT4OID,		   TEXTARRAYOID,   TEXTARRAYOID,
+								   OIDOID,		   BOOLOID,		   TEXTOID,
+								   INTERVALOID,	   TIMESTAMPTZOID, INT8OID,
+								   TIMESTAMPTZOID, INT8OID };
 
 /*
  * The one-statement claim: candidates locked and taken at once.  The CTE
@@ -283,8 +286,9 @@ claim_emit(ClaimArgs *args, int n)
 static int
 claim_once(ClaimArgs *args)
 {
-	Datum		   values[8];
-	char		   nulls[8] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	Datum values[11];
+	char  nulls[11] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	SchedqClaimKey floor;
 	SPITupleTable *candidates;
 	Datum		  *ids;
 	int			   found;
@@ -300,11 +304,17 @@ claim_once(ClaimArgs *args)
 	values[6] = IntervalPGetDatum(args->lease);
 	/* the clock, not now(): a claim may have waited */
 	values[7] = TimestampTzGetDatum(GetCurrentTimestamp());
+	/* start at the claim floor (floor.c) */
+	schedq_floor_probe_if_due();
+	schedq_floor_get(&floor);
+	values[8] = Int64GetDatum(floor.prio);
+	values[9] = TimestampTzGetDatum(floor.run_at);
+	values[10] = Int64GetDatum(floor.id);
 
 	if (!claim_have_budgets())
 	{
 		taken = schedq_execute(schedq_plan(&plan_direct[args->filter],
-										   claim_direct_sql[args->filter], 8,
+										   claim_direct_sql[args->filter], 11,
 										   claim_types),
 							   values, nulls, 0, SPI_OK_UPDATE_RETURNING);
 		if (taken > 0)
@@ -313,7 +323,7 @@ claim_once(ClaimArgs *args)
 	}
 
 	found = schedq_execute(schedq_plan(&plan_candidates[args->filter],
-									   claim_candidate_sql[args->filter], 5,
+									   claim_candidate_sql[args->filter], 11,
 									   claim_types),
 						   values, nulls, 0, SPI_OK_SELECT);
 	candidates = SPI_tuptable;
@@ -709,7 +719,9 @@ schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
 		schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 4),
 									   DatumGetArrayTypeP(
 										   SPI_getbinval(tuple, desc, 5,
-														 &isnull)));
+														 &isnull)),
+									   PG_INT32_MAX, DT_NOBEGIN,
+									   PG_INT64_MIN /* the head: a bound */);
 	else
 		schedq_wake_scheduler_at_commit();
 	values[2] = Int64GetDatum(delay);
