@@ -263,6 +263,27 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 }
 
 /*
+ * An interval as microseconds, counting a month as 30 days the way
+ * interval comparison does.  Here, with the
+ * pure code, so that the fuzz target links it as it is.  Saturates instead of overflowing.
+ */
+int64
+schedq_interval_usecs(const Interval *span)
+{
+	int64 days;
+	int64 us;
+
+	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
+		pg_add_s64_overflow(days, span->day, &days) ||
+		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, span->time, &us))
+		return (span->time < 0 || span->day < 0 || span->month < 0) ?
+				   PG_INT64_MIN :
+				   PG_INT64_MAX;
+	return us;
+}
+
+/*
  * Parse the date part of a systemd calendar event: [year-]month-day.
  */
 static void

@@ -12,7 +12,6 @@
 
 #include <limits.h>
 
-#include "common/int.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -100,24 +99,4 @@ schedq_require_preloaded(void)
 	if (schedq_shared == NULL)
 		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("schedq must be loaded via shared_preload_libraries"));
-}
-
-/*
- * An interval as microseconds, counting a month as 30 days the way
- * interval comparison does.  Saturates instead of overflowing.
- */
-int64
-schedq_interval_usecs(const Interval *span)
-{
-	int64 days;
-	int64 us;
-
-	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
-		pg_add_s64_overflow(days, span->day, &days) ||
-		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
-		pg_add_s64_overflow(us, span->time, &us))
-		return (span->time < 0 || span->day < 0 || span->month < 0) ?
-				   PG_INT64_MIN :
-				   PG_INT64_MAX;
-	return us;
 }

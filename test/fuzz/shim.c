@@ -13,7 +13,6 @@
  *	- date2j: PostgreSQL's Julian day computation (datetime.c).
  *	- DirectFunctionCall3Coll and a small interval_in: "<number> <unit>"
  *	  sequences, optional "ago", a bare number meaning seconds.
- *	- schedq_interval_usecs: the logic of src/schedq.c.
  *	- pg_tzset, pg_tz_acceptable, pg_localtime, pg_next_dst_boundary: a
  *	  model of a few zones with yearly rules like POSIX TZ strings.  The
  *	  contract is PostgreSQL's (src/timezone/localtime.c): the boundary
@@ -603,26 +602,6 @@ interval_in(PG_FUNCTION_ARGS)
 	PG_RETURN_INTERVAL_P(span);
 }
 
-/* ----------------------------------------------------------------
- * schedq_interval_usecs: the logic of src/schedq.c, which cannot be
- * linked here (it registers GUCs and hooks).
- * ----------------------------------------------------------------
- */
-int64
-schedq_interval_usecs(const Interval *span)
-{
-	int64		days;
-	int64		us;
-
-	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
-		pg_add_s64_overflow(days, span->day, &days) ||
-		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
-		pg_add_s64_overflow(us, span->time, &us))
-		return (span->time < 0 || span->day < 0 || span->month < 0) ?
-			PG_INT64_MIN :
-			PG_INT64_MAX;
-	return us;
-}
 
 /* ----------------------------------------------------------------
  * Time zones
