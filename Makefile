@@ -38,7 +38,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
 # used: its check target refuses extensions, and the suites must run as an
 # unprivileged OS user against throwaway servers with the library preloaded.
 REGRESS_TESTS = install submit claim complete_fail manage budgets grants privileges bad_input promote reaper observe cron_parse periodic workflows
-ISOLATION_TESTS = claim_skip_locked claim_floor complete_vs_cancel stale_grant dedup_concurrent \
+ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
 	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)

@@ -54,6 +54,13 @@ SELECT count(*) FROM schedq.claim('w5', queues => '{mail}');
 SELECT name, paused FROM schedq.queue;
 SELECT schedq.resume_queue('mail');
 SELECT kind FROM schedq.claim('w5', queues => '{mail}');
+-- A change of the queues cannot be prepared for two-phase commit (its
+-- commit would not tell the claims of other sessions to look again); the
+-- queue stays active.
+BEGIN;
+SELECT schedq.pause_queue('mail');
+PREPARE TRANSACTION 'pause-mail';
+SELECT name, paused FROM schedq.queue;
 
 -- Pending tasks are never claimed.
 SELECT schedq.submit('future', run_at => now() + interval '1 day');

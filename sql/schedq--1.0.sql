@@ -127,8 +127,8 @@ CREATE POLICY run_visible ON schedq.run FOR SELECT
 
 -- Gate events: a task holding a lock_key or a concurrency_key, or one
 -- that others depend on, left 'available'/'running' (or a pending one was
--- canceled), so tasks parked behind it may go now.  Written by a trigger, consumed by the
--- promotion pass.  Unlogged: after a crash the scheduler unparks every
+-- canceled), so tasks parked behind it may go now.  Written by the status
+-- trigger (below), consumed by the promotion pass.  Unlogged: after a crash the scheduler unparks every
 -- task when it starts, which is what the lost events would have done.
 CREATE UNLOGGED TABLE schedq.gate_event (
 	id				bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -138,40 +138,46 @@ CREATE UNLOGGED TABLE schedq.gate_event (
 );
 COMMENT ON TABLE schedq.gate_event IS 'internal: keys whose parked tasks the promotion loop must look at again';
 
-CREATE FUNCTION schedq._gate_event() RETURNS trigger
+-- The status trigger: a task that leaves 'available'/'running' for another
+-- status writes a gate event when it held a lock_key or a concurrency_key
+-- or others depend on it, and, when it ended and belongs to a run, applies
+-- the run's failure policy and finishes the run when it was the last live
+-- task, in the same transaction.
+--
+-- It is a trigger on the columns finished_at and run_at, not status: every
+-- such transition sets one of them (an end sets finished_at, a return to
+-- 'pending' sets run_at), and a claim sets neither, so claims, the
+-- busiest UPDATE on this table, never look at it.  Its WHEN clause is
+-- read and prepared again by every statement that may fire it, so it
+-- holds only what rules out plain tasks; the function checks the status.
+CREATE FUNCTION schedq._task_event() RETURNS trigger
 LANGUAGE c
 SET search_path = pg_catalog, pg_temp
 SET jit = off
-AS 'MODULE_PATHNAME', 'schedq_gate_event_trigger';
+AS 'MODULE_PATHNAME', 'schedq_task_event_trigger';
 
-CREATE TRIGGER task_gate_event AFTER UPDATE OF status ON schedq.task
+CREATE TRIGGER task_status_event AFTER UPDATE OF finished_at, run_at ON schedq.task
 	FOR EACH ROW
-	WHEN (OLD.status IS DISTINCT FROM NEW.status
-		  AND NEW.status NOT IN ('available', 'running')
-		  AND (OLD.lock_key IS NOT NULL OR OLD.concurrency_key IS NOT NULL
-			   OR OLD.has_dependents))
-	EXECUTE FUNCTION schedq._gate_event();
-
--- Runs: a task of a run that ends (done, failed, canceled, skipped)
--- applies the run's failure policy and finishes the run when it was the
--- last live one, in the same transaction.
-CREATE FUNCTION schedq._run_event() RETURNS trigger
-LANGUAGE c
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS 'MODULE_PATHNAME', 'schedq_run_event_trigger';
-
-CREATE TRIGGER task_run_event AFTER UPDATE OF status ON schedq.task
-	FOR EACH ROW
-	WHEN (NEW.run_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
-		  AND NEW.status IN ('done', 'failed', 'canceled', 'skipped'))
-	EXECUTE FUNCTION schedq._run_event();
+	WHEN (OLD.lock_key IS NOT NULL OR OLD.concurrency_key IS NOT NULL
+		  OR OLD.has_dependents OR NEW.run_id IS NOT NULL)
+	EXECUTE FUNCTION schedq._task_event();
 
 CREATE TABLE schedq.queue (
 	name			text PRIMARY KEY,
 	paused			boolean NOT NULL DEFAULT false
 );
 COMMENT ON TABLE schedq.queue IS 'queue settings; a queue without a row is active';
+
+-- Claims remember whether any queue is paused (no anti-join with this
+-- table while none is); every change of it, by pause_queue, resume_queue
+-- or by hand, makes them look again once it commits.
+CREATE FUNCTION schedq._queue_changed() RETURNS trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'schedq_queue_changed_trigger';
+
+CREATE TRIGGER queue_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON schedq.queue FOR EACH STATEMENT
+	EXECUTE FUNCTION schedq._queue_changed();
 
 CREATE TABLE schedq.concurrency_limit (
 	key				text PRIMARY KEY,
@@ -240,7 +246,6 @@ CREATE FUNCTION schedq.submit(
 	dedup_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit';
 COMMENT ON FUNCTION schedq.submit IS 'submit a task; returns its id (or the live task with the same dedup_key)';
 
@@ -262,14 +267,12 @@ CREATE FUNCTION schedq.submit_sql(
 	dedup_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit_sql';
 COMMENT ON FUNCTION schedq.submit_sql IS 'submit a SQL command run by the built-in executor as the submitting role';
 
 CREATE FUNCTION schedq.submit_many(tasks jsonb)
 RETURNS SETOF bigint
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_submit_many';
 COMMENT ON FUNCTION schedq.submit_many IS 'submit an array of tasks given as objects with the arguments of submit; ids in order';
 
@@ -286,21 +289,18 @@ CREATE FUNCTION schedq.claim(
 	wait interval DEFAULT '0')
 RETURNS SETOF schedq.claimed_task
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_claim';
 COMMENT ON FUNCTION schedq.claim IS 'claim up to n available tasks under a lease; one signed grant each';
 
 CREATE FUNCTION schedq.heartbeat(token text, extend interval DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_heartbeat';
 COMMENT ON FUNCTION schedq.heartbeat IS 'extend a lease; NULL when the attempt is no longer running';
 
 CREATE FUNCTION schedq.complete(token text, result jsonb DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_complete';
 COMMENT ON FUNCTION schedq.complete IS 'finish the granted attempt successfully; false if the grant is stale';
 
@@ -308,21 +308,18 @@ CREATE FUNCTION schedq.fail(token text, error text, retry_in interval DEFAULT NU
 							permanent boolean DEFAULT false)
 RETURNS text
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_fail';
 COMMENT ON FUNCTION schedq.fail IS 'fail the granted attempt; returns the new status, or stale';
 
 CREATE FUNCTION schedq.verify_grant(token text)
 RETURNS text
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_verify_grant';
 COMMENT ON FUNCTION schedq.verify_grant IS 'valid, malformed, bad_signature, expired or stale';
 
 CREATE FUNCTION schedq.rotate_grant_key()
 RETURNS integer
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_rotate_grant_key';
 COMMENT ON FUNCTION schedq.rotate_grant_key IS 'start signing with a new key; the previous key keeps verifying';
 
@@ -333,42 +330,36 @@ COMMENT ON FUNCTION schedq.rotate_grant_key IS 'start signing with a new key; th
 CREATE FUNCTION schedq.cancel(task_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_cancel';
 COMMENT ON FUNCTION schedq.cancel IS 'cancel a task that is not finished';
 
 CREATE FUNCTION schedq.retry(task_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_retry';
 COMMENT ON FUNCTION schedq.retry IS 'run a finished task again with a fresh allowance of attempts';
 
 CREATE FUNCTION schedq.pause_queue(queue text)
 RETURNS void
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_pause_queue';
 COMMENT ON FUNCTION schedq.pause_queue IS 'stop claims from a queue';
 
 CREATE FUNCTION schedq.resume_queue(queue text)
 RETURNS void
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_resume_queue';
 COMMENT ON FUNCTION schedq.resume_queue IS 'allow claims from a paused queue again';
 
 CREATE FUNCTION schedq.set_concurrency_limit(key text, max_active integer)
 RETURNS void
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_set_concurrency_limit';
 COMMENT ON FUNCTION schedq.set_concurrency_limit IS 'most tasks of a concurrency_key active at once; NULL removes the limit';
 
 CREATE FUNCTION schedq.set_budget(name text, hard_limit numeric, period interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_set_budget';
 COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a period it refills at every boundary';
 
@@ -379,7 +370,6 @@ COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a peri
 CREATE FUNCTION schedq.metrics(OUT name text, OUT value bigint)
 RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_metrics';
 COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for the whole server, since it started';
 
@@ -387,7 +377,6 @@ CREATE FUNCTION schedq.scheduler_status(OUT datname name, OUT pid integer,
 										OUT state text, OUT last_tick timestamptz)
 RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_scheduler_status';
 COMMENT ON FUNCTION schedq.scheduler_status IS 'one row per database with a running scheduler';
 
@@ -427,14 +416,12 @@ COMMENT ON VIEW schedq.worker_status IS 'workers seen in the retained tasks: run
 CREATE FUNCTION schedq.create_run(name text DEFAULT NULL, failure_policy text DEFAULT 'halt')
 RETURNS bigint
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_create_run';
 COMMENT ON FUNCTION schedq.create_run IS 'start a workflow run; tasks join it with run_id';
 
 CREATE FUNCTION schedq.cancel_run(run_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_cancel_run';
 COMMENT ON FUNCTION schedq.cancel_run IS 'cancel every unfinished task of a run, and the run';
 
@@ -495,7 +482,6 @@ CREATE FUNCTION schedq.schedule(
 	cost numeric DEFAULT 1)
 RETURNS text
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_schedule';
 COMMENT ON FUNCTION schedq.schedule IS 'create or replace a periodic task by name; returns the name';
 
@@ -503,14 +489,12 @@ CREATE FUNCTION schedq.schedule_sql(name text, schedule text, command text,
 									timezone text DEFAULT 'UTC')
 RETURNS text
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_schedule_sql';
 COMMENT ON FUNCTION schedq.schedule_sql IS 'a periodic SQL command, run by the built-in executor as the role that scheduled it';
 
 CREATE FUNCTION schedq.unschedule(name text)
 RETURNS boolean
 LANGUAGE c VOLATILE
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_unschedule';
 COMMENT ON FUNCTION schedq.unschedule IS 'remove a periodic task; false if there is none by that name';
 
@@ -518,20 +502,17 @@ CREATE FUNCTION schedq.next_runs(schedule text, timezone text DEFAULT 'UTC',
 								 after timestamptz DEFAULT now(), n integer DEFAULT 5)
 RETURNS SETOF timestamptz
 LANGUAGE c STABLE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_next_runs';
 COMMENT ON FUNCTION schedq.next_runs IS 'the next n times a schedule fires after a given time';
 
 CREATE FUNCTION schedq._next_run(schedule text, timezone text, after timestamptz)
 RETURNS timestamptz
 LANGUAGE c STABLE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_next_run';
 
 CREATE FUNCTION schedq._periodic_once(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_periodic_once';
 
 --
@@ -543,19 +524,16 @@ AS 'MODULE_PATHNAME', 'schedq_periodic_once';
 CREATE FUNCTION schedq._claim_sql(worker text)
 RETURNS SETOF schedq.claimed_task
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_claim_sql';
 
 CREATE FUNCTION schedq._promote_once(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_promote_once';
 
 CREATE FUNCTION schedq._reap_once(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE c VOLATILE STRICT
-SET jit = off
 AS 'MODULE_PATHNAME', 'schedq_reap_once';
 
 --

@@ -136,9 +136,9 @@ BEGIN;
 SELECT schedq.create_run('orphan') AS r \gset
 SELECT schedq.submit('a', queue => 'or', run_id => :r);
 COMMIT;
-ALTER TABLE schedq.task DISABLE TRIGGER task_run_event;
+ALTER TABLE schedq.task DISABLE TRIGGER task_status_event;
 SELECT pg_temp.step('or');
-ALTER TABLE schedq.task ENABLE TRIGGER task_run_event;
+ALTER TABLE schedq.task ENABLE TRIGGER task_status_event;
 SELECT pg_temp.st(:r);
 CREATE TEMP TABLE m0 AS SELECT * FROM schedq.metrics() WHERE name = 'orphan_runs_reaped';
 SELECT schedq._reap_once();

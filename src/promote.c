@@ -17,8 +17,9 @@
  *	- a gated task that is blocked by its lock_key, its concurrency limit or
  *	  a dependency is *parked*: it leaves task_pending_idx and is not looked
  *	  at again until a gate event names its key or its dependency;
- *	- gate events (schedq.gate_event) are written by a trigger when a task
- *	  holding a key, or one that others depend on (has_dependents), leaves
+ *	- gate events (schedq.gate_event) are written by the status trigger of
+ *	  schedq.task (schedq_task_event_trigger, below) when a task holding a
+ *	  key, or one that others depend on (has_dependents), leaves
  *	  'available'/'running', and by set_concurrency_limit.  The pass
  *	  consumes them first and unparks the head of each lock key, as many
  *	  tasks of each concurrency key as there are free slots, and the
@@ -570,50 +571,74 @@ schedq_promote_once(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(promoted);
 }
 
-PG_FUNCTION_INFO_V1(schedq_gate_event_trigger);
+PG_FUNCTION_INFO_V1(schedq_task_event_trigger);
 
 /*
- * AFTER UPDATE trigger on schedq.task: a task holding a lock_key or a
- * concurrency_key left 'available'/'running' (the WHEN clause says which
- * rows), so record a gate event and wake the scheduler after commit.
+ * The status trigger of schedq.task, for a task that holds a key, has
+ * dependents or belongs to a run (the WHEN clause), when it leaves
+ * 'available'/'running' for another status:
+ *	- When it held a lock_key or a concurrency_key, or others depend on it,
+ *	  record a gate event and wake the scheduler after commit.
+ *	- When it ended and belongs to a run, apply the run's failure policy
+ *	  and finish the run if it was the last (run.c).
  */
 Datum
-schedq_gate_event_trigger(PG_FUNCTION_ARGS)
+schedq_task_event_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TupleDesc	 desc;
+	HeapTuple	 oldtup;
+	HeapTuple	 newtup;
 	Datum		 values[3];
 	char		 nulls[3];
 	bool		 isnull;
+	bool		 has_dependents;
+	Datum		 task_id;
+	Datum		 run_id;
+	bool		 in_run;
+	char		*status;
+	char		*old_status;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "schedq._gate_event() must be called as a trigger");
+		elog(ERROR, "schedq._task_event() must be called as a trigger");
 
 	desc = trigdata->tg_relation->rd_att;
-	values[0] = heap_getattr(trigdata->tg_trigtuple,
-							 SPI_fnumber(desc, "lock_key"), desc, &isnull);
+	oldtup = trigdata->tg_trigtuple;
+	newtup = trigdata->tg_newtuple;
+	task_id = heap_getattr(oldtup, SPI_fnumber(desc, "id"), desc, &isnull);
+	values[0] =
+		heap_getattr(oldtup, SPI_fnumber(desc, "lock_key"), desc, &isnull);
 	nulls[0] = isnull ? 'n' : ' ';
-	values[1] =
-		heap_getattr(trigdata->tg_trigtuple,
-					 SPI_fnumber(desc, "concurrency_key"), desc, &isnull);
+	values[1] = heap_getattr(oldtup, SPI_fnumber(desc, "concurrency_key"), desc,
+							 &isnull);
 	nulls[1] = isnull ? 'n' : ' ';
-	values[2] =
-		heap_getattr(trigdata->tg_trigtuple,
-					 SPI_fnumber(desc, "has_dependents"), desc, &isnull);
-	nulls[2] = DatumGetBool(values[2]) ? ' ' : 'n';
-	values[2] = heap_getattr(trigdata->tg_trigtuple, SPI_fnumber(desc, "id"),
-							 desc, &isnull);
+	has_dependents =
+		DatumGetBool(heap_getattr(oldtup, SPI_fnumber(desc, "has_dependents"),
+								  desc, &isnull));
+	values[2] = task_id;
+	nulls[2] = has_dependents ? ' ' : 'n';
+	run_id = heap_getattr(newtup, SPI_fnumber(desc, "run_id"), desc, &isnull);
+	in_run = !isnull;
+	status = SPI_getvalue(newtup, desc, SPI_fnumber(desc, "status"));
+	old_status = SPI_getvalue(oldtup, desc, SPI_fnumber(desc, "status"));
+	if (strcmp(status, old_status) == 0 || strcmp(status, "available") == 0 ||
+		strcmp(status, "running") == 0)
+		return PointerGetDatum(NULL);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	schedq_execute(
-		schedq_plan(
-			&plan_gate_event,
-			"INSERT INTO schedq.gate_event (lock_key, concurrency_key, task_id)"
-			" VALUES ($1, $2, $3)",
-			3, (Oid[]){ TEXTOID, TEXTOID, INT8OID }),
-		values, nulls, 0, SPI_OK_INSERT);
+	if (nulls[0] == ' ' || nulls[1] == ' ' || has_dependents)
+	{
+		schedq_execute(schedq_plan(&plan_gate_event,
+								   "INSERT INTO schedq.gate_event"
+								   " (lock_key, concurrency_key, task_id)"
+								   " VALUES ($1, $2, $3)",
+								   3, (Oid[]){ TEXTOID, TEXTOID, INT8OID }),
+					   values, nulls, 0, SPI_OK_INSERT);
+		schedq_wake_scheduler_at_commit();
+	}
+	if (in_run && strcmp(status, "pending") != 0)
+		schedq_run_task_ended(run_id, task_id, status);
 	SPI_finish();
-	schedq_wake_scheduler_at_commit();
 	return PointerGetDatum(NULL);
 }

@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  * run.c
- *	  Workflows: create_run, cancel_run, the trigger that applies a run's
- *	  failure policy and finishes it, and the reaper's sweep for runs left
- *	  running.
+ *	  Workflows: create_run, cancel_run, what applies a run's failure
+ *	  policy and finishes it when one of its tasks ends, and the reaper's
+ *	  sweep for runs left running.
  *
- * A task of a run that ends fires schedq._run_event() (an AFTER UPDATE
- * trigger on schedq.task, for that transition only), which:
+ * A task of a run that ends fires the status trigger of schedq.task
+ * (schedq._task_event(), promote.c), which calls schedq_run_task_ended():
  *	- locks the run row, so the ends of a run's tasks are judged one at a
  *	  time, each seeing the others' committed states;
  *	- when the task failed for good or was canceled: under 'halt' cancels
@@ -24,7 +24,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -206,85 +205,62 @@ run_finish_if_done(Datum run_id)
 		schedq_count(METRIC_RUNS_FINISHED, 1);
 }
 
-PG_FUNCTION_INFO_V1(schedq_run_event_trigger);
-
 /*
- * AFTER UPDATE trigger on schedq.task: a task of a run ended (the WHEN
- * clause says which rows).  See the file header.
+ * A task of run run_id ended with the given status (the status trigger,
+ * promote.c, calls this inside its SPI connection).  See the file header.
  */
-Datum
-schedq_run_event_trigger(PG_FUNCTION_ARGS)
+void
+schedq_run_task_ended(Datum run_id, Datum task_id, const char *status)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	 desc;
-	HeapTuple	 tuple;
-	bool		 isnull;
-	Datum		 run_id;
-	Datum		 task_id;
-	char		*status;
+	char *policy;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "schedq._run_event() must be called as a trigger");
-	desc = trigdata->tg_relation->rd_att;
-	tuple = trigdata->tg_newtuple;
-	run_id = heap_getattr(tuple, SPI_fnumber(desc, "run_id"), desc, &isnull);
-	task_id = heap_getattr(tuple, SPI_fnumber(desc, "id"), desc, &isnull);
-	status = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "status"));
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
 	if (schedq_execute(
 			schedq_plan(
 				&plan_lock_run,
 				"SELECT status, failure_policy, owner::oid FROM schedq.run"
 				" WHERE id = $1 FOR UPDATE",
 				1, (Oid[]){ INT8OID }),
-			&run_id, NULL, 0, SPI_OK_SELECT) > 0 &&
+			&run_id, NULL, 0, SPI_OK_SELECT) == 0 ||
 		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-			   "running") == 0)
+			   "running") != 0)
+		return;
+	policy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+	if (strcmp(status, "done") != 0)
+		schedq_execute(schedq_plan(&plan_mark_failure,
+								   "UPDATE schedq.run SET had_failure = true"
+								   " WHERE id = $1 AND NOT had_failure",
+								   1, (Oid[]){ INT8OID }),
+					   &run_id, NULL, 0, SPI_OK_UPDATE);
+	if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
 	{
-		char *policy =
-			SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-
-		if (strcmp(status, "done") != 0)
-			schedq_execute(
-				schedq_plan(&plan_mark_failure,
-							"UPDATE schedq.run SET had_failure = true"
-							" WHERE id = $1 AND NOT had_failure",
-							1, (Oid[]){ INT8OID }),
-				&run_id, NULL, 0, SPI_OK_UPDATE);
-		if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
+		if (strcmp(policy, "halt") == 0)
+			run_cancel_live_tasks(run_id);
+		else
 		{
-			if (strcmp(policy, "halt") == 0)
-				run_cancel_live_tasks(run_id);
-			else
-			{
-				Datum values[2] = { run_id, task_id };
+			Datum values[2] = { run_id, task_id };
 
-				/* the transitive dependents, through the GIN index */
-				schedq_execute(
-					schedq_plan(
-						&plan_skip,
-						"WITH RECURSIVE d(id) AS ("
-						"  SELECT t.id FROM schedq.task t"
-						"  WHERE t.depends_on @> ARRAY[$2::bigint]"
-						"    AND t.depends_on <> '{}' AND t.run_id = $1"
-						"  UNION"
-						"  SELECT t.id FROM d, schedq.task t"
-						"  WHERE t.depends_on @> ARRAY[d.id]"
-						"    AND t.depends_on <> '{}' AND t.run_id = $1)"
-						" UPDATE schedq.task SET status = 'skipped',"
-						"   finished_at = now()"
-						" WHERE id IN (SELECT id FROM d)"
-						"   AND status IN ('pending', 'available', 'running')",
-						2, (Oid[]){ INT8OID, INT8OID }),
-					values, NULL, 0, SPI_OK_UPDATE);
-			}
+			/* the transitive dependents, through the GIN index */
+			schedq_execute(
+				schedq_plan(
+					&plan_skip,
+					"WITH RECURSIVE d(id) AS ("
+					"  SELECT t.id FROM schedq.task t"
+					"  WHERE t.depends_on @> ARRAY[$2::bigint]"
+					"    AND t.depends_on <> '{}' AND t.run_id = $1"
+					"  UNION"
+					"  SELECT t.id FROM d, schedq.task t"
+					"  WHERE t.depends_on @> ARRAY[d.id]"
+					"    AND t.depends_on <> '{}' AND t.run_id = $1)"
+					" UPDATE schedq.task SET status = 'skipped',"
+					"   finished_at = now()"
+					" WHERE id IN (SELECT id FROM d)"
+					"   AND status IN ('pending', 'available', 'running')",
+					2, (Oid[]){ INT8OID, INT8OID }),
+				values, NULL, 0, SPI_OK_UPDATE);
 		}
-		run_finish_if_done(run_id);
 	}
-	SPI_finish();
-	return PointerGetDatum(NULL);
+	run_finish_if_done(run_id);
 }
 
 /*

@@ -85,6 +85,7 @@ _PG_init(void)
 
 	schedq_shmem_install_hooks();
 	schedq_install_utility_hook();
+	schedq_install_planner_hook();
 	if (!IsBinaryUpgrade)
 		schedq_register_launcher();
 }

@@ -39,6 +39,7 @@ typedef struct SchedqCall
 	int	 save_sec_context;
 } SchedqCall;
 
+extern void schedq_install_planner_hook(void);
 extern void schedq_call_begin(SchedqCall *call);
 extern void schedq_call_end(SchedqCall *call);
 extern bool schedq_caller_acts_for(SchedqCall *call, Oid owner);

@@ -32,6 +32,8 @@ extern void		   schedq_unpark_all(void);
 extern int		   schedq_reap_pass(TimestampTz now, bool *more);
 extern int		   schedq_periodic_pass(TimestampTz now, bool *more);
 extern int		   schedq_reap_runs(void);
+extern void		   schedq_run_task_ended(Datum run_id, Datum task_id,
+										 const char *status);
 extern TimestampTz schedq_periodic_next_due(void);
 
 /* Utility hook: follow CREATE/DROP EXTENSION and DROP/RENAME DATABASE. */

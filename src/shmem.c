@@ -79,6 +79,7 @@ shmem_startup(void)
 		schedq_shared->lock = &(GetNamedLWLockTranche("schedq"))->lock;
 		pg_atomic_init_u64(&schedq_shared->key_generation, 1);
 		pg_atomic_init_u64(&schedq_shared->budget_generation, 1);
+		pg_atomic_init_u64(&schedq_shared->queue_generation, 1);
 		for (int i = 0; i < SCHEDQ_NUM_METRICS; i++)
 			pg_atomic_init_u64(&schedq_shared->metrics[i], 0);
 		pg_atomic_init_u32(&schedq_shared->nwaiters, 0);

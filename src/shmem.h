@@ -4,8 +4,10 @@
  *	  slot per database with a scheduler, and the claims waiting for work.
  *
  * Locking:
- *	- metrics[], key_generation, budget_generation, nwaiters: atomics, no
- *	  lock.  budget_generation is bumped after a set_budget commits.  Counters only
+ *	- metrics[], key_generation, budget_generation, queue_generation,
+ *	  nwaiters: atomics, no lock.  budget_generation is bumped after a
+ *	  set_budget commits; queue_generation before and after a change of
+ *	  schedq.queue commits (work.c).  Counters only
  *	  grow (scheduler_lag_ms is a gauge, written by whoever measured last);
  *	  key_generation is bumped after a key rotation commits.
  *	- launcher_pid, launcher_latch, databases[], executors[], waiters[]:
@@ -123,6 +125,7 @@ typedef struct SchedqSharedState
 	Latch			*launcher_latch;
 	pg_atomic_uint64 key_generation;
 	pg_atomic_uint64 budget_generation;
+	pg_atomic_uint64 queue_generation;
 	pg_atomic_uint64 metrics[SCHEDQ_NUM_METRICS];
 	pg_atomic_uint32 nwaiters;
 	SchedqDatabase	 databases[SCHEDQ_MAX_DATABASES];

@@ -20,6 +20,7 @@
 
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -79,28 +80,30 @@ typedef enum ClaimQueueFilter
 	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END" \
 	"       + t.cost > b.hard_limit))"
 
-#define CLAIM_CANDIDATES(queue_filter, budget_filter)                          \
+#define CLAIM_NOT_PAUSED                                                       \
+	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
+	"                 WHERE q.name = t.queue AND q.paused)"
+
+#define CLAIM_CANDIDATES(queue_filter, paused_filter, budget_filter)           \
 	"SELECT t.id, t.budgets, t.cost FROM schedq.task t"                        \
 	" WHERE t.status = 'available'" queue_filter                               \
 	" AND (t.required_caps = '{}' OR t.required_caps <@ $3)"                   \
-	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))"                      \
-	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
-	"                 WHERE q.name = t.queue AND q.paused)" budget_filter      \
+	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))" paused_filter        \
+		budget_filter                                                          \
 	" AND (-(t.priority::bigint), t.run_at, t.id) >= ($9, $10, $11)"           \
 	" ORDER BY -(t.priority::bigint), t.run_at, t.id"                          \
 	" LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
 
-#define CLAIM_ALL_SQL  " AND $2::text[] IS NULL"
+#define CLAIM_ALL_SQL  ""
 #define CLAIM_ONE_SQL  " AND t.queue = ($2::text[])[1]"
 #define CLAIM_SOME_SQL " AND t.queue = ANY ($2::text[])"
-#define CLAIM_SQL_ONLY                                                         \
-	" AND $2::text[] IS NULL AND t.kind = 'sql' AND 'sql' = ANY (t.required_caps)"
+#define CLAIM_SQL_ONLY " AND t.kind = 'sql' AND 'sql' = ANY (t.required_caps)"
 
 static const char *const claim_candidate_sql[4] = {
-	CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_BUDGET_FILTER),
-	CLAIM_CANDIDATES(CLAIM_ONE_SQL, CLAIM_BUDGET_FILTER),
-	CLAIM_CANDIDATES(CLAIM_SOME_SQL, CLAIM_BUDGET_FILTER),
-	CLAIM_CANDIDATES(CLAIM_SQL_ONLY, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_ONE_SQL, CLAIM_NOT_PAUSED, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED, CLAIM_BUDGET_FILTER),
+	CLAIM_CANDIDATES(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED, CLAIM_BUDGET_FILTER),
 };
 
 /* Whether this database has budgets, as of budget_generation. */
@@ -125,6 +128,87 @@ claim_have_budgets(void)
 		claim_budget_generation = generation;
 	}
 	return claim_budgets_exist;
+}
+
+/*
+ * Whether any queue of this database is paused, as of queue_generation.
+ * The generation is bumped both before and after a transaction that
+ * changed schedq.queue commits (claim_queue_xact_callback), and read here
+ * before the look: so a claim that starts after such a commit returned
+ * looks again, and sees it; only a claim overlapping the commit may act
+ * on the state before it.
+ */
+static uint64 claim_queue_generation = 0;
+static bool	  claim_paused_exist = true;
+static bool	  claim_queue_changed = false;
+static bool	  claim_queue_callback_registered = false;
+
+static bool
+claim_have_paused_queues(void)
+{
+	uint64 generation = pg_atomic_read_u64(&schedq_shared->queue_generation);
+
+	if (generation != claim_queue_generation)
+	{
+		if (SPI_execute("SELECT FROM schedq.queue WHERE paused LIMIT 1", false,
+						1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look for paused queues");
+		claim_paused_exist = SPI_processed > 0;
+		claim_queue_generation = generation;
+	}
+	return claim_paused_exist;
+}
+
+static void
+claim_queue_xact_callback(XactEvent event, void *arg)
+{
+	if (!claim_queue_changed)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			pg_atomic_fetch_add_u64(&schedq_shared->queue_generation, 1);
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/* its commit would come from a session that bumps nothing */
+			ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("cannot PREPARE a transaction that paused or "
+						   "resumed a queue"));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			pg_atomic_fetch_add_u64(&schedq_shared->queue_generation, 1);
+			claim_queue_changed = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			claim_queue_changed = false;
+			break;
+		default:
+			break;
+	}
+}
+
+PG_FUNCTION_INFO_V1(schedq_queue_changed_trigger);
+
+/*
+ * Statement trigger on schedq.queue (pause_queue, resume_queue, or DML by
+ * hand): make claims look at the paused queues again once this commits.
+ */
+Datum
+schedq_queue_changed_trigger(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "schedq._queue_changed() must be called as a trigger");
+	schedq_require_preloaded();
+	if (!claim_queue_callback_registered)
+	{
+		RegisterXactCallback(claim_queue_xact_callback, NULL);
+		claim_queue_callback_registered = true;
+	}
+	claim_queue_changed = true;
+	return PointerGetDatum(NULL);
 }
 
 /*
@@ -199,28 +283,31 @@ static const Oid claim_types[] = { INT4OID,		   TEXTARRAYOID,   TEXTARRAYOID,
 /*
  * The one-statement claim: candidates locked and taken at once.  The CTE
  * is joined through "= ANY (ARRAY(...))", an index scan of the primary
- * key whatever the planner guesses of the CTE's size.
+ * key whatever the planner guesses of the CTE's size.  Indexed by
+ * [whether any queue is paused][queue filter]: while no queue is paused
+ * the candidate scan needs no anti-join with schedq.queue.
  */
-#define CLAIM_FROM_CTE " WHERE t.id = ANY (ARRAY(SELECT c.id FROM c))"
-static const char *const claim_direct_sql[4] = {
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ALL_SQL,
-								   "") ")"
-									   " UPDATE schedq.task t" CLAIM_SET
-										   CLAIM_FROM_CTE CLAIM_RETURNING,
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_ONE_SQL,
-								   "") ")"
-									   " UPDATE schedq.task t" CLAIM_SET
-										   CLAIM_FROM_CTE CLAIM_RETURNING,
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SOME_SQL,
-								   "") ")"
-									   " UPDATE schedq.task t" CLAIM_SET
-										   CLAIM_FROM_CTE CLAIM_RETURNING,
-	"WITH c AS (" CLAIM_CANDIDATES(CLAIM_SQL_ONLY,
-								   "") ")"
-									   " UPDATE schedq.task t" CLAIM_SET
-										   CLAIM_FROM_CTE CLAIM_RETURNING,
+#define CLAIM_DIRECT(queue_filter, paused_filter)                              \
+	"WITH c AS (" CLAIM_CANDIDATES(                                            \
+		queue_filter, paused_filter,                                           \
+		"") ")"                                                                \
+			" UPDATE schedq.task t" CLAIM_SET                                  \
+			" WHERE t.id = ANY (ARRAY(SELECT c.id FROM c))" CLAIM_RETURNING
+static const char *const claim_direct_sql[2][4] = {
+	{
+		CLAIM_DIRECT(CLAIM_ALL_SQL, ""),
+		CLAIM_DIRECT(CLAIM_ONE_SQL, ""),
+		CLAIM_DIRECT(CLAIM_SOME_SQL, ""),
+		CLAIM_DIRECT(CLAIM_SQL_ONLY, ""),
+	},
+	{
+		CLAIM_DIRECT(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED),
+		CLAIM_DIRECT(CLAIM_ONE_SQL, CLAIM_NOT_PAUSED),
+		CLAIM_DIRECT(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED),
+		CLAIM_DIRECT(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED),
+	},
 };
-static SPIPlanPtr plan_direct[4];
+static SPIPlanPtr plan_direct[2][4];
 
 /*
  * Claim order of two returned rows: priority DESC, run_at, id.
@@ -313,10 +400,13 @@ claim_once(ClaimArgs *args)
 
 	if (!claim_have_budgets())
 	{
-		taken = schedq_execute(schedq_plan(&plan_direct[args->filter],
-										   claim_direct_sql[args->filter], 11,
-										   claim_types),
-							   values, nulls, 0, SPI_OK_UPDATE_RETURNING);
+		int paused = claim_have_paused_queues() ? 1 : 0;
+
+		taken =
+			schedq_execute(schedq_plan(&plan_direct[paused][args->filter],
+									   claim_direct_sql[paused][args->filter],
+									   11, claim_types),
+						   values, nulls, 0, SPI_OK_UPDATE_RETURNING);
 		if (taken > 0)
 			claim_emit(args, taken);
 		return taken;

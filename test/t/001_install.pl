@@ -61,6 +61,39 @@ is( $node->safe_psql(
 	'done|1',
 	'the task is done after one attempt');
 
+# JIT: schedq's own queries are never compiled, even with JIT forced on
+# for every query (a planner hook turns it off inside its functions, where
+# a compile would cost more than the query); a query of the caller's in
+# the same session still is, when the server has JIT at all.  auto_explain
+# logs every plan, nested ones included, with a "JIT:" section when the
+# plan was to be compiled.
+my $log_offset = -s $node->logfile;
+$node->safe_psql(
+	'postgres', q{
+	LOAD 'auto_explain';
+	SET auto_explain.log_min_duration = 0;
+	SET auto_explain.log_nested_statements = on;
+	SET jit = on;
+	SET jit_above_cost = 0;
+	SELECT schedq.submit('jit', queue => 'jit');
+	SELECT schedq.complete(token) FROM schedq.claim('w1', queues => '{jit}');
+	SELECT sum(g) AS jit_probe FROM generate_series(1, 10) g;
+});
+my @plans = split /LOG:  duration: /,
+  slurp_file($node->logfile, $log_offset);
+my @internal = grep { /schedq\.task/ && !/schedq\.(submit|claim)\(/ } @plans;
+cmp_ok(scalar(@internal), '>=', 2,
+	"auto_explain logged schedq's own queries (claim, complete)");
+is(scalar(grep { /JIT:/ } @internal), 0,
+	"none of schedq's own queries was planned for JIT");
+SKIP:
+{
+	skip 'this server has no JIT', 1
+	  unless $node->safe_psql('postgres', 'SELECT pg_jit_available()') eq 't';
+	ok(scalar(grep { /jit_probe/ && /JIT:/ } @plans),
+		"the caller's own query in that session was planned for JIT");
+}
+
 # The extension and its data survive a restart of the preloaded server.
 $node->restart;
 is( $node->safe_psql(
