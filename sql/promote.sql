@@ -102,6 +102,16 @@ SELECT count(*) FILTER (WHERE status IN ('available', 'running')) AS active
 SELECT schedq.set_concurrency_limit('api', NULL);
 SELECT schedq._promote_once();
 SELECT * FROM pg_temp.state('api-%');
+-- A failure that will be retried later frees the slot too: the task goes
+-- back to pending (a gate event, though only run_at and the status
+-- change) and the parked one takes its place.
+SELECT schedq.set_concurrency_limit('rl', 1);
+SELECT schedq.submit('rl-' || i, queue => 'rl', concurrency_key => 'rl', priority => 10 - i)
+  FROM generate_series(1, 2) i;
+SELECT schedq._promote_once();
+SELECT schedq.fail(token, 'later', retry_in => '1 hour') FROM schedq.claim('w', queues => '{rl}');
+SELECT schedq._promote_once();
+SELECT * FROM pg_temp.state('rl-%');
 -- A concurrency key without a limit does not hold anything back.
 SELECT schedq.submit('free-', queue => 'free' || i, concurrency_key => 'nolimit') FROM generate_series(1, 3) i;
 SELECT schedq._promote_once();

@@ -201,7 +201,9 @@ schedq_queue_changed_trigger(PG_FUNCTION_ARGS)
 {
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "schedq._queue_changed() must be called as a trigger");
-	schedq_require_preloaded();
+	/* without the library preloaded no claim runs (a restore may, though) */
+	if (schedq_shared == NULL)
+		return PointerGetDatum(NULL);
 	if (!claim_queue_callback_registered)
 	{
 		RegisterXactCallback(claim_queue_xact_callback, NULL);
