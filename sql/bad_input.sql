@@ -94,6 +94,14 @@ SELECT pg_temp.err(format('SELECT schedq.fail(%L, %L, retry_in => %L)', :'t', 'x
 SELECT pg_temp.err(format('SELECT schedq.fail(%L, %L, permanent => NULL)', :'t', 'x'));
 SELECT pg_temp.err($$SELECT schedq.complete('1.1.1.1.' || repeat('0', 64))$$);
 SELECT pg_temp.err($$SELECT schedq.complete('not a grant')$$);
+-- complete_many: a bad token or a results array of the wrong length fails
+-- the whole call, even with a good token in it (the seed's grant still
+-- works at the end)
+SELECT pg_temp.err($$SELECT schedq.complete_many(NULL)$$);
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L, NULL])', :'t'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L, %L])', :'t', 'not a grant'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L], %L::jsonb[])', :'t', '{"{}","{}"}'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(array_fill(%L::text, ARRAY[1001]))', :'t'));
 
 -- managing
 SELECT pg_temp.err($$SELECT schedq.cancel(NULL)$$);

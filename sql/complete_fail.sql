@@ -86,3 +86,20 @@ SELECT schedq.complete(:'old') AS old_complete, schedq.fail(:'old', 'x') AS old_
 SELECT status, attempts FROM schedq.task WHERE id = 7;
 SELECT schedq.complete(:'new');
 SELECT status, attempts FROM schedq.task WHERE id = 7;
+
+-- complete_many: a batch in one statement.  One boolean per token, in
+-- order; each task gets its own result; a token given twice counts once,
+-- at its first place; stale tokens are false and change nothing.
+SELECT count(schedq.submit('batch', queue => 'batch')) FROM generate_series(1, 4);
+SELECT string_agg(format('%s', token), ',' ORDER BY id) AS toks
+  FROM schedq.claim('w', queues => '{batch}', n => 3) \gset
+SELECT split_part(:'toks', ',', 1) AS b1, split_part(:'toks', ',', 2) AS b2,
+	   split_part(:'toks', ',', 3) AS b3 \gset
+SELECT schedq.complete_many(ARRAY[:'b1', :'b2', :'b1'],
+							ARRAY['{"n": 1}', '{"n": 2}', '{"n": 99}']::jsonb[]);
+SELECT schedq.complete_many(ARRAY[:'b3', :'b2']);
+SELECT schedq.complete_many('{}');
+-- results are matched to tokens by place, whatever their array's bounds
+SELECT token AS b4 FROM schedq.claim('w', queues => '{batch}') \gset
+SELECT schedq.complete_many(ARRAY[:'b4'], '[5:5]={"{\"n\": 4}"}'::jsonb[]);
+SELECT kind, status, result FROM schedq.task WHERE queue = 'batch' ORDER BY id;

@@ -34,7 +34,7 @@ GRANT SELECT ON schedq.task, schedq.run TO regress_schedq_app, regress_schedq_ot
 -- Worker: may work on the tasks of the roles it is a member of.
 GRANT USAGE ON SCHEMA schedq TO regress_schedq_worker;
 GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-	schedq.fail, schedq.verify_grant TO regress_schedq_worker;
+	schedq.complete_many, schedq.fail, schedq.verify_grant TO regress_schedq_worker;
 -- Admin: everything, on every task (BYPASSRLS).
 GRANT USAGE ON SCHEMA schedq TO regress_schedq_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO regress_schedq_admin;

@@ -304,6 +304,12 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_complete';
 COMMENT ON FUNCTION schedq.complete IS 'finish the granted attempt successfully; false if the grant is stale';
 
+CREATE FUNCTION schedq.complete_many(tokens text[], results jsonb[] DEFAULT NULL)
+RETURNS boolean[]
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_complete_many';
+COMMENT ON FUNCTION schedq.complete_many IS 'complete many grants in one statement; one boolean per token, in order';
+
 CREATE FUNCTION schedq.fail(token text, error text, retry_in interval DEFAULT NULL,
 							permanent boolean DEFAULT false)
 RETURNS text

@@ -46,6 +46,7 @@ static SPIPlanPtr plan_admit_budgets = NULL;
 static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
 static SPIPlanPtr plan_complete = NULL;
+static SPIPlanPtr plan_complete_many = NULL;
 static SPIPlanPtr plan_fail_lock = NULL;
 static SPIPlanPtr plan_fail_final = NULL;
 static SPIPlanPtr plan_fail_retry = NULL;
@@ -722,6 +723,144 @@ schedq_complete(PG_FUNCTION_ARGS)
 	if (done)
 		schedq_count(METRIC_TASKS_COMPLETED, 1);
 	PG_RETURN_BOOL(done);
+}
+
+static int
+work_cmp_int64(const void *a, const void *b)
+{
+	int64 x = *(const int64 *) a;
+	int64 y = *(const int64 *) b;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* As many as one claim may return. */
+#define COMPLETE_MANY_MAX 1000
+
+PG_FUNCTION_INFO_V1(schedq_complete_many);
+
+/*
+ * schedq.complete_many(tokens, results): complete() for many grants in
+ * one statement, for a worker that claimed a batch (at most 1000 tokens,
+ * the most one claim returns).  Returns one boolean per token, in order:
+ * true where that attempt was running and is now done.  A token given twice counts once, at its first place.  Every
+ * token is checked before anything is written, so one forged or
+ * malformed token fails the whole call and changes nothing.
+ */
+Datum
+schedq_complete_many(PG_FUNCTION_ARGS)
+{
+	static const Oid types[] = { INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID };
+	SchedqCall		 call;
+	Datum			*tokens;
+	bool			*token_nulls;
+	int				 n;
+	Datum			*results = NULL;
+	bool			*result_nulls = NULL;
+	int				 nresults;
+	Datum			*ids;
+	Datum			*attempts;
+	Datum			 values[3];
+	char			 nulls[3] = { ' ', ' ', ' ' };
+	int64			*done;
+	bool			*used;
+	int				 ndone;
+	Datum			*out;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("tokens must not be null"));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false,
+					  TYPALIGN_INT, &tokens, &token_nulls, &n);
+	if (n > COMPLETE_MANY_MAX)
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("complete_many takes at most %d tokens",
+					   COMPLETE_MANY_MAX));
+	if (!PG_ARGISNULL(1))
+	{
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), JSONBOID, -1, false,
+						  TYPALIGN_INT, &results, &result_nulls, &nresults);
+		if (nresults != n)
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("results must have one element per token"),
+					errdetail("%d tokens, %d results.", n, nresults));
+	}
+
+	ids = palloc(sizeof(Datum) * Max(n, 1));
+	attempts = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		SchedqGrant grant;
+
+		if (token_nulls[i])
+			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					errmsg("tokens must not contain nulls"));
+		schedq_grant_require(TextDatumGetCString(tokens[i]), &grant);
+		ids[i] = Int64GetDatum(grant.task_id);
+		attempts[i] = Int32GetDatum(grant.attempt);
+	}
+	values[0] = PointerGetDatum(
+		construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[1] = PointerGetDatum(
+		construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
+	if (results != NULL)
+	{
+		int lbound = 1; /* whatever the caller's array had */
+
+		values[2] = PointerGetDatum(
+			construct_md_array(results, result_nulls, 1, &n, &lbound, JSONBOID,
+							   -1, false, TYPALIGN_INT));
+	}
+	else
+		nulls[2] = 'n';
+
+	schedq_call_begin(&call);
+	/*
+	 * One UPDATE through the primary key.  A task given twice takes its
+	 * attempt and result from its first place (array_position).  The
+	 * status test is written so that it does not match the predicate of
+	 * task_running_idx: a generic plan would otherwise read every running
+	 * task through that index to find these.
+	 */
+	ndone = schedq_execute(
+		schedq_plan(&plan_complete_many,
+					"UPDATE schedq.task t"
+					" SET status = 'done', finished_at = now(),"
+					"     result = ($3)[array_position($1, t.id)]"
+					" WHERE t.id = ANY ($1)"
+					"   AND t.attempts = ($2)[array_position($1, t.id)]"
+					"   AND COALESCE(t.status, '') = 'running'"
+					" RETURNING t.id",
+					3, types),
+		values, nulls, 0, SPI_OK_UPDATE_RETURNING);
+	done = palloc(sizeof(int64) * Max(ndone, 1));
+	for (int i = 0; i < ndone; i++)
+	{
+		bool isnull;
+
+		done[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	schedq_call_end(&call);
+
+	/* true at the first place of each task that was completed */
+	qsort(done, ndone, sizeof(int64), work_cmp_int64);
+	used = palloc0(sizeof(bool) * Max(ndone, 1));
+	out = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		int64  id = DatumGetInt64(ids[i]);
+		int64 *hit = bsearch(&id, done, ndone, sizeof(int64), work_cmp_int64);
+
+		out[i] = BoolGetDatum(hit != NULL && !used[hit - done]);
+		if (hit != NULL)
+			used[hit - done] = true;
+	}
+	if (ndone > 0)
+		schedq_count(METRIC_TASKS_COMPLETED, ndone);
+	PG_RETURN_ARRAYTYPE_P(
+		construct_array(out, n, BOOLOID, 1, true, TYPALIGN_CHAR));
 }
 
 /*

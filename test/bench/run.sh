@@ -8,10 +8,12 @@
 # measures the hand-rolled baseline most applications start with: a plain
 # table claimed with UPDATE ... FOR UPDATE SKIP LOCKED (raw_setup.sql).
 #
-# Two variants, each at 1, 4 and 16 clients (pgbench -c N -j min(N,2)):
+# Three variants, each at 1, 4 and 16 clients (pgbench -c N -j min(N,2)):
 #   A  one task per cycle:  claim n => 1, then complete(token)
 #   B  batches of 10:       claim n => 10, then complete the 10 tokens in
 #                           one statement (still two transactions per cycle)
+#   C  batches of 10, the 10 tokens completed by one complete_many call;
+#      schedq only, compared with the raw queue's B
 #
 # Every measured run starts from an emptied, vacuumed table preloaded with
 # enough tasks that the queue never runs dry (sized from the rates measured
@@ -151,9 +153,12 @@ script_for() { # system variant
 	raw:B) echo raw_claim10_complete.sql ;;
 	schedq:A) echo schedq_claim_complete.sql ;;
 	schedq:B) echo schedq_claim10_complete.sql ;;
+	schedq:C) echo schedq_claim10_complete_many.sql ;;
 	esac
 }
-batch_of() { [[ $1 == B ]] && echo 10 || echo 1; }
+batch_of() { [[ $1 == A ]] && echo 1 || echo 10; }
+# The raw variant a schedq variant is compared with.
+raw_variant() { [[ $1 == C ]] && echo B || echo "$1"; }
 
 # How many tasks to preload so that the queue does not run dry.  The
 # expected rate is this system's best so far in this variant (doubled for a
@@ -176,7 +181,7 @@ preload_size() { # system variant clients
 		((est > 0)) || est=8000
 		n=$((est * DURATION * 5 / 2))
 	else
-		raw_here=${RATE[$var:raw:$c]:-0}
+		raw_here=${RATE[$(raw_variant "$var"):raw:$c]:-0}
 		if ((est == 0 || (raw_here > 0 && raw_here < est))); then est=$raw_here; fi
 		((est > 0)) || est=8000
 		n=$((est * DURATION * 3 / 2))
@@ -253,9 +258,9 @@ run_one() {
 loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
-for var in A B; do
+for var in A B C; do
 	for c in $CLIENTS; do
-		run_one raw "$var" "$c"
+		[[ $var == C ]] || run_one raw "$var" "$c"
 		run_one schedq "$var" "$c"
 	done
 done
@@ -278,24 +283,24 @@ report() {
 	echo "  schedq    schedq.claim + schedq.complete (test/bench/schedq_*.sql)"
 	echo "  tasks/s   tasks found 'done' after the run / pgbench's measured time"
 	echo "  latency   pgbench 'latency average': one whole cycle (claim txn + complete txn), in ms"
-	for var in A B; do
+	for var in A B C; do
 		echo
-		if [[ $var == A ]]; then
-			title="A. one task per cycle: claim n => 1 (1 txn), then complete(token) (1 txn)"
-		else
-			title="B. batch of 10 per cycle: claim n => 10 (1 txn), then complete the 10 tokens in one statement (1 txn)"
-		fi
+		case $var in
+		A) title="A. one task per cycle: claim n => 1 (1 txn), then complete(token) (1 txn)" ;;
+		B) title="B. batch of 10 per cycle: claim n => 10 (1 txn), then complete the 10 tokens in one statement (1 txn)" ;;
+		C) title="C. as B, the 10 tokens completed by one complete_many call (raw: its B figures)" ;;
+		esac
 		echo "$title"
 		printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
 			clients "raw tasks/s" "schedq tasks/s" schedq/raw "raw lat ms" "schedq lat ms" check
 		for c in $CLIENTS; do
-			r=${RATE[$var:raw:$c]:-0}
+			r=${RATE[$(raw_variant "$var"):raw:$c]:-0}
 			s=${RATE[$var:schedq:$c]:-0}
 			if ((r > 0)); then ratio=$(printf '%.2f' "$(calc "$s / $r")"); else ratio=-; fi
-			local chk="raw ${CHECK[$var:raw:$c]:-?}, schedq ${CHECK[$var:schedq:$c]:-?}"
+			local chk="raw ${CHECK[$(raw_variant "$var"):raw:$c]:-?}, schedq ${CHECK[$var:schedq:$c]:-?}"
 			[[ $chk == "raw ok, schedq ok" ]] && chk=ok
 			printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
-				"$c" "$r" "$s" "$ratio" "${LAT[$var:raw:$c]:--}" "${LAT[$var:schedq:$c]:--}" "$chk"
+				"$c" "$r" "$s" "$ratio" "${LAT[$(raw_variant "$var"):raw:$c]:--}" "${LAT[$var:schedq:$c]:--}" "$chk"
 		done
 	done
 	echo
