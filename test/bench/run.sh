@@ -25,6 +25,7 @@
 #   PG_CONFIG        pg_config of the server to use (default PostgreSQL 15)
 #   BENCH_SECONDS    duration of each measured run (default 10)
 #   BENCH_CLIENTS    client counts (default "1 4 16")
+#   BENCH_VARIANTS   which variants to run (default "A B C"; C needs B's raw runs)
 #   BENCH_SYNCHRONOUS_COMMIT  synchronous_commit for the server (default on)
 #   BENCH_SERVER_CONF  extra postgresql.conf lines, e.g. "jit = off"
 #   BENCH_OUT        if set, the report is also written to this file
@@ -40,6 +41,7 @@ BENCH_NAME=bench
 source "$HERE/lib.sh"
 DURATION=${BENCH_SECONDS:-10}
 CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
+VARIANTS=${BENCH_VARIANTS:-"A B C"}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
 EXTRA_CONF=${BENCH_SERVER_CONF:-}
 OUT=${BENCH_OUT:-}
@@ -51,6 +53,9 @@ DB=bench
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS must be a positive integer, not '$DURATION'"
 for c in $CLIENTS; do
 	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must list positive integers, not '$CLIENTS'"
+done
+for var in $VARIANTS; do
+	[[ $var == [ABC] ]] || die "BENCH_VARIANTS must list A, B or C, not '$VARIANTS'"
 done
 bench_check_tools initdb pg_ctl psql pgbench
 
@@ -258,9 +263,12 @@ run_one() {
 loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
-for var in A B C; do
+for var in $VARIANTS; do
 	for c in $CLIENTS; do
-		[[ $var == C ]] || run_one raw "$var" "$c"
+		# C is compared with B's raw runs: run them if B is not run
+		if [[ $var != C ]] || [[ " $VARIANTS " != *" B "* ]]; then
+			run_one raw "$(raw_variant "$var")" "$c"
+		fi
 		run_one schedq "$var" "$c"
 	done
 done
@@ -283,7 +291,7 @@ report() {
 	echo "  schedq    schedq.claim + schedq.complete (test/bench/schedq_*.sql)"
 	echo "  tasks/s   tasks found 'done' after the run / pgbench's measured time"
 	echo "  latency   pgbench 'latency average': one whole cycle (claim txn + complete txn), in ms"
-	for var in A B C; do
+	for var in $VARIANTS; do
 		echo
 		case $var in
 		A) title="A. one task per cycle: claim n => 1 (1 txn), then complete(token) (1 txn)" ;;
