@@ -605,6 +605,12 @@ schedq_task_event_trigger(PG_FUNCTION_ARGS)
 	desc = trigdata->tg_relation->rd_att;
 	oldtup = trigdata->tg_trigtuple;
 	newtup = trigdata->tg_newtuple;
+	status = SPI_getvalue(newtup, desc, SPI_fnumber(desc, "status"));
+	old_status = SPI_getvalue(oldtup, desc, SPI_fnumber(desc, "status"));
+	if (strcmp(status, old_status) == 0 || strcmp(status, "available") == 0 ||
+		strcmp(status, "running") == 0)
+		return PointerGetDatum(NULL);
+
 	task_id = heap_getattr(oldtup, SPI_fnumber(desc, "id"), desc, &isnull);
 	values[0] =
 		heap_getattr(oldtup, SPI_fnumber(desc, "lock_key"), desc, &isnull);
@@ -619,11 +625,6 @@ schedq_task_event_trigger(PG_FUNCTION_ARGS)
 	nulls[2] = has_dependents ? ' ' : 'n';
 	run_id = heap_getattr(newtup, SPI_fnumber(desc, "run_id"), desc, &isnull);
 	in_run = !isnull;
-	status = SPI_getvalue(newtup, desc, SPI_fnumber(desc, "status"));
-	old_status = SPI_getvalue(oldtup, desc, SPI_fnumber(desc, "status"));
-	if (strcmp(status, old_status) == 0 || strcmp(status, "available") == 0 ||
-		strcmp(status, "running") == 0)
-		return PointerGetDatum(NULL);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -24,9 +24,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "access/xact.h"
 #include "executor/spi.h"
 #include "jit/jit.h"
 #include "miscadmin.h"
