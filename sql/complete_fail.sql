@@ -103,3 +103,12 @@ SELECT schedq.complete_many('{}');
 SELECT token AS b4 FROM schedq.claim('w', queues => '{batch}') \gset
 SELECT schedq.complete_many(ARRAY[:'b4'], '[5:5]={"{\"n\": 4}"}'::jsonb[]);
 SELECT kind, status, result FROM schedq.task WHERE queue = 'batch' ORDER BY id;
+
+-- complete finds the claimed row where claim left it (a per-session hint);
+-- when the row has moved since (here an update by hand), it still finds
+-- the task through its id.
+SELECT schedq.submit('moved', queue => 'moved');
+SELECT id AS m, token AS t FROM schedq.claim('w', queues => '{moved}') \gset
+UPDATE schedq.task SET payload = '{"moved": true}' WHERE id = :m;
+SELECT schedq.complete(:'t');
+SELECT kind, status FROM schedq.task WHERE id = :m;

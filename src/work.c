@@ -26,6 +26,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/itemptr.h"
 #include "storage/latch.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -46,6 +47,7 @@ static SPIPlanPtr plan_admit_budgets = NULL;
 static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
 static SPIPlanPtr plan_complete = NULL;
+static SPIPlanPtr plan_complete_tid = NULL;
 static SPIPlanPtr plan_complete_many = NULL;
 static SPIPlanPtr plan_fail_lock = NULL;
 static SPIPlanPtr plan_fail_final = NULL;
@@ -269,10 +271,54 @@ typedef struct ClaimArgs
 	ReturnSetInfo	*rsinfo;
 } ClaimArgs;
 
-/* Columns of a claimed task, as both claim paths return them. */
+/*
+ * Columns of a claimed task, as both claim paths return them; the last,
+ * where the claimed row version is, goes to the claimed-row cache below.
+ */
 #define CLAIM_RETURNING                                                        \
 	" RETURNING t.id, t.attempts, t.queue, t.kind, t.payload, t.priority,"     \
-	" t.run_id, t.lease_expires_at, t.run_at"
+	" t.run_id, t.lease_expires_at, t.run_at, t.ctid"
+
+/*
+ * Where the tasks this backend claimed last were, so that complete() in
+ * the same session, the common case, finds its row by TID instead of
+ * walking the primary key (whose entries for a task include every
+ * version since the last VACUUM).  Only a hint: complete checks id,
+ * attempt and status on the row it finds there, and falls back to the
+ * primary key when there is none (a heartbeat or anything else moved the
+ * row).  Direct-mapped by task id.
+ */
+#define CLAIMED_ROWS 256
+
+typedef struct ClaimedRow
+{
+	int64			task_id;
+	int32			attempt;
+	ItemPointerData tid;
+} ClaimedRow;
+
+static ClaimedRow claimed_rows[CLAIMED_ROWS];
+
+static ClaimedRow *
+claimed_row_slot(int64 task_id)
+{
+	return &claimed_rows[(uint64) task_id % CLAIMED_ROWS];
+}
+
+/* Remember a row claim just returned (CLAIM_RETURNING's columns). */
+static void
+claimed_row_remember(HeapTuple row, TupleDesc desc)
+{
+	bool		isnull;
+	int64		task_id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
+	ClaimedRow *slot = claimed_row_slot(task_id);
+
+	slot->task_id = task_id;
+	slot->attempt = DatumGetInt32(SPI_getbinval(row, desc, 2, &isnull));
+	ItemPointerCopy((ItemPointer) DatumGetPointer(
+						SPI_getbinval(row, desc, 10, &isnull)),
+					&slot->tid);
+}
 #define CLAIM_SET                                                              \
 	" SET status = 'running', attempts = t.attempts + 1, claimed_by = $6,"     \
 	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout),"      \
@@ -362,6 +408,7 @@ claim_emit(ClaimArgs *args, int n)
 			schedq_grant_sign(DatumGetInt64(out[0]), DatumGetInt32(out[1]),
 							  DatumGetTimestampTz(out[7])));
 		outnull[8] = false;
+		claimed_row_remember(rows[i], desc);
 		tuplestore_putvalues(args->rsinfo->setResult, args->rsinfo->setDesc,
 							 out, outnull);
 	}
@@ -697,27 +744,45 @@ PG_FUNCTION_INFO_V1(schedq_complete);
 Datum
 schedq_complete(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = { INT8OID, INT4OID, JSONBOID };
+	static const Oid types[] = { INT8OID, INT4OID, JSONBOID, TIDOID };
 	SchedqGrant		 grant;
 	SchedqCall		 call;
-	Datum			 values[3];
-	char			 nulls[3] = { ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ' };
-	bool			 done;
+	Datum			 values[4];
+	char			 nulls[4] = { ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ', ' ' };
+	ClaimedRow		*slot;
+	bool			 done = false;
 
 	work_grant_arg(fcinfo, &grant);
 	values[0] = Int64GetDatum(grant.task_id);
 	values[1] = Int32GetDatum(grant.attempt);
 	values[2] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 
+	slot = claimed_row_slot(grant.task_id);
 	schedq_call_begin(&call);
-	done = schedq_execute(
-			   schedq_plan(
-				   &plan_complete,
-				   "UPDATE schedq.task"
-				   " SET status = 'done', result = $3, finished_at = now()"
-				   " WHERE id = $1 AND attempts = $2 AND status = 'running'",
-				   3, types),
-			   values, nulls, 0, SPI_OK_UPDATE) == 1;
+	if (slot->task_id == grant.task_id && slot->attempt == grant.attempt)
+	{
+		values[3] = PointerGetDatum(&slot->tid);
+		slot->task_id = 0;
+		done = schedq_execute(
+				   schedq_plan(&plan_complete_tid,
+							   "UPDATE schedq.task"
+							   " SET status = 'done', result = $3,"
+							   "     finished_at = now()"
+							   " WHERE ctid = $4 AND id = $1 AND attempts = $2"
+							   "   AND status = 'running'",
+							   4, types),
+				   values, nulls, 0, SPI_OK_UPDATE) == 1;
+	}
+	if (!done)
+		done =
+			schedq_execute(
+				schedq_plan(
+					&plan_complete,
+					"UPDATE schedq.task"
+					" SET status = 'done', result = $3, finished_at = now()"
+					" WHERE id = $1 AND attempts = $2 AND status = 'running'",
+					3, types),
+				values, nulls, 0, SPI_OK_UPDATE) == 1;
 	schedq_call_end(&call);
 
 	if (done)
