@@ -26,6 +26,10 @@
 #   BENCH_SECONDS    duration of each measured run (default 10)
 #   BENCH_CLIENTS    client counts (default "1 4 16")
 #   BENCH_VARIANTS   which variants to run (default "A B C"; C needs B's raw runs)
+#   BENCH_REPEAT     run the whole sequence this many times (default 1); the
+#                    report then gives medians, and schedq/raw is the median
+#                    of the ratios of each schedq run to the raw run just
+#                    before it (this machine's figures move a lot run to run)
 #   BENCH_SYNCHRONOUS_COMMIT  synchronous_commit for the server (default on)
 #   BENCH_SERVER_CONF  extra postgresql.conf lines, e.g. "jit = off"
 #   BENCH_OUT        if set, the report is also written to this file
@@ -42,6 +46,7 @@ source "$HERE/lib.sh"
 DURATION=${BENCH_SECONDS:-10}
 CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
 VARIANTS=${BENCH_VARIANTS:-"A B C"}
+REPEAT=${BENCH_REPEAT:-1}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
 EXTRA_CONF=${BENCH_SERVER_CONF:-}
 OUT=${BENCH_OUT:-}
@@ -57,6 +62,7 @@ done
 for var in $VARIANTS; do
 	[[ $var == [ABC] ]] || die "BENCH_VARIANTS must list A, B or C, not '$VARIANTS'"
 done
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, not '$REPEAT'"
 bench_check_tools initdb pg_ctl psql pgbench
 
 # ---------------------------------------------------------------------------
@@ -196,6 +202,12 @@ preload_size() { # system variant clients
 	echo "$n"
 }
 
+# The median of a list of numbers (empty for an empty list).
+median() {
+	tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print (m == int(m)) ? m : sprintf("%.2f", m) }'
+}
+
 # Run pgbench for one (system, variant, clients); fill RATE/LAT/CHECK.
 run_one() {
 	local sys=$1 var=$2 c=$3 preload=${4:-} attempt=${5:-1}
@@ -263,13 +275,22 @@ run_one() {
 loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
-for var in $VARIANTS; do
-	for c in $CLIENTS; do
-		# C is compared with B's raw runs: run them if B is not run
-		if [[ $var != C ]] || [[ " $VARIANTS " != *" B "* ]]; then
-			run_one raw "$(raw_variant "$var")" "$c"
-		fi
-		run_one schedq "$var" "$c"
+declare -A ALL_RAW ALL_SCHEDQ ALL_RATIO # per variant:clients, one value per round
+for ((round = 1; round <= REPEAT; round++)); do
+	((REPEAT == 1)) || log "round $round of $REPEAT"
+	for var in $VARIANTS; do
+		for c in $CLIENTS; do
+			# C is compared with B's raw runs: run them if B is not run
+			if [[ $var != C ]] || [[ " $VARIANTS " != *" B "* ]]; then
+				run_one raw "$(raw_variant "$var")" "$c"
+			fi
+			run_one schedq "$var" "$c"
+			r=${RATE[$(raw_variant "$var"):raw:$c]:-0}
+			s=${RATE[$var:schedq:$c]:-0}
+			ALL_RAW[$var:$c]+=" $r"
+			ALL_SCHEDQ[$var:$c]+=" $s"
+			if ((r > 0)); then ALL_RATIO[$var:$c]+=" $(printf '%.2f' "$(calc "$s / $r")")"; fi
+		done
 	done
 done
 T_END=$(date +%s)
@@ -302,15 +323,25 @@ report() {
 		printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
 			clients "raw tasks/s" "schedq tasks/s" schedq/raw "raw lat ms" "schedq lat ms" check
 		for c in $CLIENTS; do
-			r=${RATE[$(raw_variant "$var"):raw:$c]:-0}
-			s=${RATE[$var:schedq:$c]:-0}
-			if ((r > 0)); then ratio=$(printf '%.2f' "$(calc "$s / $r")"); else ratio=-; fi
+			r=$(printf '%.0f' "$(median "${ALL_RAW[$var:$c]}")")
+			s=$(printf '%.0f' "$(median "${ALL_SCHEDQ[$var:$c]}")")
+			ratio=$(median "${ALL_RATIO[$var:$c]:-}")
+			[[ -n $ratio ]] || ratio=-
 			local chk="raw ${CHECK[$(raw_variant "$var"):raw:$c]:-?}, schedq ${CHECK[$var:schedq:$c]:-?}"
 			[[ $chk == "raw ok, schedq ok" ]] && chk=ok
 			printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
 				"$c" "$r" "$s" "$ratio" "${LAT[$(raw_variant "$var"):raw:$c]:--}" "${LAT[$var:schedq:$c]:--}" "$chk"
 		done
 	done
+	if ((REPEAT > 1)); then
+		echo
+		echo "  $REPEAT rounds: tasks/s are medians; schedq/raw is the median of the rounds' ratios:"
+		for var in $VARIANTS; do
+			for c in $CLIENTS; do
+				echo "    $var, $c client(s):${ALL_RATIO[$var:$c]:-}"
+			done
+		done
+	fi
 	echo
 	echo "  total wall time $((T_END - T_START)) s; 1-minute load average before the runs $LOAD_START, after $LOAD_END"
 	echo "  (a load well above 0 before the runs means other work on the machine skewed the numbers)"
