@@ -284,28 +284,44 @@ schedq_interval_usecs(const Interval *span)
 }
 
 /*
+ * Split a systemd date or time in place at sep into two or three parts;
+ * returns how many.
+ */
+static int
+cron_split_parts(const char *text, char *field, char sep, char **parts,
+				 const char *too_many, const char *too_few)
+{
+	int	  n = 0;
+	char *p = field;
+
+	parts[n++] = p;
+	while ((p = strchr(p, sep)) != NULL)
+	{
+		if (n == 3)
+			cron_error(text, too_many);
+		*p++ = '\0';
+		parts[n++] = p;
+	}
+	if (n < 2)
+		cron_error(text, too_few);
+	return n;
+}
+
+/*
  * Parse the date part of a systemd calendar event: [year-]month-day.
  */
 static void
 cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 {
 	char	   *parts[3];
-	int			n = 0;
-	char	   *p = date;
+	int			n;
 	const char *why = NULL;
 	uint64		bits;
 	bool		any;
 
-	parts[n++] = p;
-	while ((p = strchr(p, '-')) != NULL)
-	{
-		if (n == 3)
-			cron_error(text, "A date has at most three parts, year-month-day.");
-		*p++ = '\0';
-		parts[n++] = p;
-	}
-	if (n < 2)
-		cron_error(text, "A date needs at least month-day.");
+	n = cron_split_parts(text, date, '-', parts,
+						 "A date has at most three parts, year-month-day.",
+						 "A date needs at least month-day.");
 	if (n == 3)
 	{
 		cron_set_all_years(s);
@@ -373,23 +389,14 @@ static void
 cron_parse_systemd_time(const char *text, char *time, SchedqSchedule *s)
 {
 	char	   *parts[3];
-	int			n = 0;
-	char	   *p = time;
+	int			n;
 	const char *why = NULL;
 	uint64		bits;
 	bool		any;
 
-	parts[n++] = p;
-	while ((p = strchr(p, ':')) != NULL)
-	{
-		if (n == 3)
-			cron_error(text,
-					   "A time has at most three parts, hour:minute:second.");
-		*p++ = '\0';
-		parts[n++] = p;
-	}
-	if (n < 2)
-		cron_error(text, "A time needs at least hour:minute.");
+	n = cron_split_parts(text, time, ':', parts,
+						 "A time has at most three parts, hour:minute:second.",
+						 "A time needs at least hour:minute.");
 	if (!cron_parse_field(parts[0], 0, 23, NULL, 0, "..", &bits, &any, &why))
 		cron_error(text, psprintf("Hour: %s.", why));
 	s->hours = (uint32) bits;

@@ -808,9 +808,10 @@ PG_FUNCTION_INFO_V1(schedq_complete_many);
  * schedq.complete_many(tokens, results): complete() for many grants in
  * one statement, for a worker that claimed a batch (at most 1000 tokens,
  * the most one claim returns).  Returns one boolean per token, in order:
- * true where that attempt was running and is now done.  A token given twice counts once, at its first place.  Every
- * token is checked before anything is written, so one forged or
- * malformed token fails the whole call and changes nothing.
+ * true where that attempt was running and is now done.  A token given
+ * twice counts once, at its first place.  Every token is checked before
+ * anything is written, so one forged or malformed token fails the whole
+ * call and changes nothing.
  */
 Datum
 schedq_complete_many(PG_FUNCTION_ARGS)
@@ -878,6 +879,8 @@ schedq_complete_many(PG_FUNCTION_ARGS)
 	}
 	else
 		nulls[2] = 'n';
+	/* here, not inside the call: SPI_finish frees what was made there */
+	done = palloc(sizeof(int64) * Max(n, 1));
 
 	schedq_call_begin(&call);
 	/*
@@ -898,7 +901,6 @@ schedq_complete_many(PG_FUNCTION_ARGS)
 					" RETURNING t.id",
 					3, types),
 		values, nulls, 0, SPI_OK_UPDATE_RETURNING);
-	done = palloc(sizeof(int64) * Max(ndone, 1));
 	for (int i = 0; i < ndone; i++)
 	{
 		bool isnull;
