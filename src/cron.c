@@ -35,7 +35,6 @@
 #include "utils/timestamp.h"
 
 #include "cron.h"
-#include "schedq.h"
 
 /* Seconds from 1970-01-01 to 2000-01-01. */
 #define CRON_EPOCH_DIFF                                                        \
@@ -264,8 +263,8 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 
 /*
  * An interval as microseconds, counting a month as 30 days the way
- * interval comparison does.  Here, with the
- * pure code, so that the fuzz target links it as it is.  Saturates instead of overflowing.
+ * interval comparison does.  Saturates instead of overflowing.  Here,
+ * with the pure code, so that the fuzz target links it as it is.
  */
 int64
 schedq_interval_usecs(const Interval *span)

@@ -34,4 +34,7 @@ extern pg_tz *schedq_cron_timezone(const char *name);
 extern bool	  schedq_cron_next(const SchedqSchedule *sched, pg_tz *tz,
 							   TimestampTz after, TimestampTz *next);
 
+/* An interval as microseconds, a month counted as 30 days. */
+extern int64 schedq_interval_usecs(const Interval *span);
+
 #endif /* SCHEDQ_CRON_H */

@@ -2,8 +2,8 @@
  * executor.c
  *	  The built-in SQL executors: a pool of schedq.sql_workers background
  *	  workers per database, started and kept at strength by that
- *	  database's scheduler, running the tasks of submit_sql and
- *	  schedule_sql.
+ *	  database's scheduler (schedq_executors_keep), running the tasks of
+ *	  submit_sql and schedule_sql.
  *
  * An executor claims through the same schedq.claim as any worker, with
  * the capability 'sql' that only it presents.  Each task runs in its own
@@ -17,10 +17,11 @@
  * error, retrying per the task's policy.  An owner that was dropped or
  * lost LOGIN fails the task for good.
  *
- * The executor publishes the task it runs in shared memory: cancel() of
- * that task interrupts the statement (SIGINT after its commit), and the
- * reaper extends its lease instead of taking it back while the executor
- * lives.  A crash restarts the cluster, clearing that slot, so the reaper
+ * The executor publishes the task it runs in its slot in shared memory
+ * (under the schedq LWLock): cancel() of that task interrupts the
+ * statement (SIGINT after its commit), and the reaper extends its lease
+ * instead of taking it back while the executor lives.  DROP DATABASE and
+ * its kin stop a database's executors (utility.c).  A crash restarts the cluster, clearing that slot, so the reaper
  * then takes the attempt back when the lease expires: a task is never run
  * twice at once.
  *
@@ -30,6 +31,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <signal.h>
 
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -51,12 +54,194 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
-#include "scheduler.h"
+#include "compat.h"
+#include "executor.h"
+#include "settings.h"
 #include "shmem.h"
+#include "task.h"
 #include "wake.h"
+#include "worker.h"
+#include "xact.h"
 
+/* Most SQL executors in the whole cluster, and per database. */
+#define EXECUTOR_SLOTS		   128
+#define EXECUTORS_PER_DATABASE 64
+
+/* A built-in SQL executor, and the task it is running. */
+typedef struct SchedqExecutor
+{
+	Oid	  dboid; /* InvalidOid: slot is free */
+	pid_t pid;
+	int64 task_id; /* 0: not running a task */
+	int32 attempt;
+} SchedqExecutor;
+
+/* In shared memory, EXECUTOR_SLOTS of them, under the schedq LWLock. */
+static SchedqExecutor *executors = NULL;
+
+/* This executor's slot. */
 static SchedqExecutor *executor_slot = NULL;
+
+/* In a scheduler: the executors it keeps running. */
+static BackgroundWorkerHandle *pool_handles[EXECUTORS_PER_DATABASE];
+static TimestampTz			   pool_stopped_at[EXECUTORS_PER_DATABASE];
+
+/* Tasks this transaction canceled while they ran, to interrupt. */
+#define CANCEL_MAX_TASKS 64
+static int	 cancel_ntasks = 0;
+static int64 cancel_tasks[CANCEL_MAX_TASKS];
+static bool	 cancel_overflow = false;
+
+static Size
+executor_shmem_size(void)
+{
+	return sizeof(SchedqExecutor) * EXECUTOR_SLOTS;
+}
+
+/*
+ * Add the executor slots to shared memory; from _PG_init while preloading.
+ */
+void
+schedq_executor_init(void)
+{
+	schedq_shmem_add("schedq executors", executor_shmem_size,
+					 (void **) &executors, NULL);
+}
+
+/*
+ * Keep schedq.sql_workers executors running for this scheduler's
+ * database: start missing ones (one second after one stopped), stop extra
+ * ones after a reload lowered it.  Called by the scheduler.
+ */
+void
+schedq_executors_keep(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			want = Min(schedq_sql_workers, EXECUTORS_PER_DATABASE);
+
+	for (int i = 0; i < EXECUTORS_PER_DATABASE; i++)
+	{
+		pid_t pid;
+
+		if (pool_handles[i] != NULL &&
+			GetBackgroundWorkerPid(pool_handles[i], &pid) == BGWH_STOPPED)
+		{
+			pfree(pool_handles[i]);
+			pool_handles[i] = NULL;
+			pool_stopped_at[i] = now;
+		}
+		if (i >= want && pool_handles[i] != NULL)
+			TerminateBackgroundWorker(pool_handles[i]);
+		if (i < want && pool_handles[i] == NULL &&
+			now >= pool_stopped_at[i] + USECS_PER_SEC)
+		{
+			BackgroundWorker worker;
+			MemoryContext	 old = MemoryContextSwitchTo(TopMemoryContext);
+
+			schedq_worker_fill(&worker, "schedq_executor_main",
+							   "schedq sql executor", MyDatabaseId);
+			snprintf(worker.bgw_name, BGW_MAXLEN,
+					 "schedq sql executor %d for database %u", i + 1,
+					 MyDatabaseId);
+			/* an executor leaves when the scheduler that started it is gone */
+			memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
+			if (!RegisterDynamicBackgroundWorker(&worker, &pool_handles[i]))
+			{
+				pool_handles[i] = NULL;
+				pool_stopped_at[i] = now;
+			}
+			MemoryContextSwitchTo(old);
+		}
+	}
+}
+
+/*
+ * Ask every executor of a database to exit (SIGTERM).  Returns whether
+ * any was still there.
+ */
+bool
+schedq_executors_stop(Oid dboid)
+{
+	bool any = false;
+
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < EXECUTOR_SLOTS; i++)
+		if (executors[i].dboid == dboid && executors[i].pid != 0)
+		{
+			(void) kill(executors[i].pid, SIGTERM);
+			any = true;
+		}
+	LWLockRelease(schedq_shared->lock);
+	return any;
+}
+
+/*
+ * Is a live executor of this database running this attempt?
+ */
+bool
+schedq_executor_runs(int64 task_id, int32 attempt)
+{
+	bool held = false;
+
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < EXECUTOR_SLOTS && !held; i++)
+	{
+		SchedqExecutor *e = &executors[i];
+
+		held = e->dboid == MyDatabaseId && e->pid != 0 &&
+			   e->task_id == task_id && e->attempt == attempt &&
+			   kill(e->pid, 0) == 0;
+	}
+	LWLockRelease(schedq_shared->lock);
+	return held;
+}
+
+/*
+ * Interrupt the statement of every executor of this database running one
+ * of the noted tasks (all of them, if more were noted than remembered).
+ */
+static void
+cancel_commit(void)
+{
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < EXECUTOR_SLOTS; i++)
+	{
+		SchedqExecutor *e = &executors[i];
+		bool			hit = cancel_overflow && e->task_id != 0;
+
+		if (e->dboid != MyDatabaseId || e->pid == 0)
+			continue;
+		for (int t = 0; t < cancel_ntasks && !hit; t++)
+			hit = e->task_id == cancel_tasks[t];
+		if (hit)
+			(void) kill(e->pid, SIGINT);
+	}
+	LWLockRelease(schedq_shared->lock);
+}
+
+static void
+cancel_reset(void)
+{
+	cancel_ntasks = 0;
+	cancel_overflow = false;
+}
+
+static SchedqXactEffect cancel_effect = { .commit = cancel_commit,
+										  .reset = cancel_reset };
+
+/*
+ * After commit, interrupt the statement of the executor running this task
+ * (it was canceled, or timed out, while running).
+ */
+void
+schedq_executor_cancel_at_commit(int64 task_id)
+{
+	schedq_xact_join(&cancel_effect);
+	if (cancel_ntasks < CANCEL_MAX_TASKS)
+		cancel_tasks[cancel_ntasks++] = task_id;
+	else
+		cancel_overflow = true;
+}
 
 /* A claimed SQL task. */
 typedef struct ExecutorTask
@@ -292,7 +477,7 @@ schedq_executor_main(Datum main_arg)
 	pid_t	   scheduler_pid;
 	char	  *worker;
 	ArrayType *caps;
-	Datum	   sql = CStringGetTextDatum("sql");
+	Datum	   sql = CStringGetTextDatum(TASK_SQL);
 
 	memcpy(&scheduler_pid, MyBgworkerEntry->bgw_extra, sizeof(pid_t));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -304,10 +489,10 @@ schedq_executor_main(Datum main_arg)
 	schedq_worker_settings();
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && executor_slot == NULL; i++)
-		if (schedq_shared->executors[i].pid == 0)
+	for (int i = 0; i < EXECUTOR_SLOTS && executor_slot == NULL; i++)
+		if (executors[i].pid == 0)
 		{
-			executor_slot = &schedq_shared->executors[i];
+			executor_slot = &executors[i];
 			memset(executor_slot, 0, sizeof(*executor_slot));
 			executor_slot->dboid = dboid;
 			executor_slot->pid = MyProcPid;
@@ -316,7 +501,7 @@ schedq_executor_main(Datum main_arg)
 	if (executor_slot == NULL)
 		ereport(ERROR, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("schedq supports at most %d SQL executors",
-					   SCHEDQ_MAX_EXECUTORS));
+					   EXECUTOR_SLOTS));
 	before_shmem_exit(executor_exit, (Datum) 0);
 
 	worker = MemoryContextStrdup(TopMemoryContext,
@@ -357,7 +542,8 @@ schedq_executor_main(Datum main_arg)
 		}
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 schedq_promote_interval_ms, PG_WAIT_EXTENSION);
+						 schedq_promote_interval_ms,
+						 SCHEDQ_WAIT_EVENT("SchedqExecutorIdle"));
 		ResetLatch(MyLatch);
 	}
 }

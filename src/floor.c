@@ -18,7 +18,7 @@
  *
  *	- Lowering.  A transaction that makes tasks available (submit,
  *	  promotion, retry, a periodic tick: every caller of
- *	  schedq_wake_claimers_at_commit) lowers the floor to its smallest key
+ *	  schedq_task_available_at_commit) lowers the floor to its smallest key
  *	  before its commit becomes visible (XACT_EVENT_PRE_COMMIT) and again
  *	  after (XACT_EVENT_COMMIT), and counts itself as committing in
  *	  between.  Each of these steps bumps the generation.
@@ -51,8 +51,29 @@
 #include "utils/timestamp.h"
 
 #include "floor.h"
-#include "schedq.h"
+#include "plan.h"
+#include "settings.h"
 #include "shmem.h"
+#include "xact.h"
+
+/*
+ * A database's claim floor, in shared memory.  Slots are taken once per
+ * database and never given back; a slot's fields are protected by its
+ * mutex, dboid by the schedq LWLock.
+ */
+typedef struct SchedqClaimFloor
+{
+	Oid			   dboid; /* InvalidOid: slot is free */
+	slock_t		   mutex;
+	uint64		   generation;	  /* bumped by every lowering step */
+	int			   committing;	  /* transactions between their two lowerings */
+	bool		   valid;		  /* false: claims start at the head */
+	SchedqClaimKey key;			  /* no available task sorts before it */
+	TimestampTz	   probed_at;	  /* the last probe started */
+	TimestampTz	   full_probe_at; /* the last probe from the head started */
+} SchedqClaimFloor;
+
+static SchedqClaimFloor *floors = NULL; /* SCHEDQ_MAX_DATABASES of them */
 
 /* A probe from the head at least this often. */
 #define FLOOR_FULL_PROBE_USECS USECS_PER_SEC
@@ -66,12 +87,43 @@ static const SchedqClaimKey floor_max = { PG_INT64_MAX, DT_NOEND,
 static SchedqClaimFloor *floor_slot_cache = NULL;
 
 /* This transaction's smallest key made available, if any. */
-static bool			  floor_callback_registered = false;
 static bool			  floor_pending = false;
 static bool			  floor_committing = false;
 static SchedqClaimKey floor_pending_key;
 
-static SPIPlanPtr plan_probe = NULL;
+static SchedqQuery q_probe =
+	SCHEDQ_QUERY("SELECT -(t.priority::bigint), t.run_at, t.id"
+				 " FROM schedq.task t WHERE t.status = 'available'"
+				 "   AND (-(t.priority::bigint), t.run_at, t.id)"
+				 "       >= ($1, $2, $3)"
+				 " ORDER BY -(t.priority::bigint), t.run_at, t.id"
+				 " LIMIT 1",
+				 INT8OID, TIMESTAMPTZOID, INT8OID);
+
+static Size
+floor_shmem_size(void)
+{
+	return sizeof(SchedqClaimFloor) * SCHEDQ_MAX_DATABASES;
+}
+
+static void
+floor_shmem_init(void *part)
+{
+	SchedqClaimFloor *f = part;
+
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+		SpinLockInit(&f[i].mutex);
+}
+
+/*
+ * Add the floors to shared memory; from _PG_init while preloading.
+ */
+void
+schedq_floor_init(void)
+{
+	schedq_shmem_add("schedq claim floors", floor_shmem_size, (void **) &floors,
+					 floor_shmem_init);
+}
 
 static int
 floor_key_cmp(const SchedqClaimKey *a, const SchedqClaimKey *b)
@@ -95,7 +147,7 @@ floor_slot(void)
 {
 	SchedqClaimFloor *free_slot = NULL;
 
-	if (schedq_shared == NULL)
+	if (floors == NULL)
 		return NULL;
 	if (floor_slot_cache != NULL)
 		return floor_slot_cache;
@@ -103,7 +155,7 @@ floor_slot(void)
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
 	{
-		SchedqClaimFloor *f = &schedq_shared->floors[i];
+		SchedqClaimFloor *f = &floors[i];
 
 		if (f->dboid == MyDatabaseId)
 		{
@@ -151,55 +203,70 @@ floor_lower(SchedqClaimFloor *f, const SchedqClaimKey *key)
 }
 
 static void
-floor_xact_callback(XactEvent event, void *arg)
+floor_pre_commit(void)
 {
-	SchedqClaimFloor *f;
+	SchedqClaimFloor *f = floor_slot();
 
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (!floor_pending || (f = floor_slot()) == NULL)
-				break;
-			SpinLockAcquire(&f->mutex);
-			floor_lower(f, &floor_pending_key);
-			f->committing++;
-			f->generation++;
-			SpinLockRelease(&f->mutex);
-			floor_committing = true;
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			/*
-			 * The tasks show up at COMMIT PREPARED, in another backend;
-			 * the next full probe finds them.
-			 */
-			if (!floor_pending || (f = floor_slot()) == NULL)
-				break;
-			SpinLockAcquire(&f->mutex);
-			f->valid = false;
-			f->generation++;
-			SpinLockRelease(&f->mutex);
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			if (floor_committing && (f = floor_slot()) != NULL)
-			{
-				SpinLockAcquire(&f->mutex);
-				if (event == XACT_EVENT_COMMIT)
-					floor_lower(f, &floor_pending_key);
-				f->committing--;
-				f->generation++;
-				SpinLockRelease(&f->mutex);
-			}
-			floor_pending = false;
-			floor_committing = false;
-			break;
-		default:
-			break;
-	}
+	if (!floor_pending || f == NULL)
+		return;
+	SpinLockAcquire(&f->mutex);
+	floor_lower(f, &floor_pending_key);
+	f->committing++;
+	f->generation++;
+	SpinLockRelease(&f->mutex);
+	floor_committing = true;
 }
+
+/*
+ * The tasks show up at COMMIT PREPARED, in another backend; the next full
+ * probe finds them.
+ */
+static void
+floor_pre_prepare(void)
+{
+	SchedqClaimFloor *f = floor_slot();
+
+	if (!floor_pending || f == NULL)
+		return;
+	SpinLockAcquire(&f->mutex);
+	f->valid = false;
+	f->generation++;
+	SpinLockRelease(&f->mutex);
+}
+
+static void
+floor_commit(void)
+{
+	SchedqClaimFloor *f = floor_slot();
+
+	if (!floor_committing || f == NULL)
+		return;
+	SpinLockAcquire(&f->mutex);
+	floor_lower(f, &floor_pending_key);
+	f->generation++;
+	SpinLockRelease(&f->mutex);
+}
+
+static void
+floor_reset(void)
+{
+	SchedqClaimFloor *f = floor_slot();
+
+	if (floor_committing && f != NULL)
+	{
+		SpinLockAcquire(&f->mutex);
+		f->committing--;
+		f->generation++;
+		SpinLockRelease(&f->mutex);
+	}
+	floor_pending = false;
+	floor_committing = false;
+}
+
+static SchedqXactEffect floor_effect = { .pre_commit = floor_pre_commit,
+										 .pre_prepare = floor_pre_prepare,
+										 .commit = floor_commit,
+										 .reset = floor_reset };
 
 /*
  * This transaction makes a task available: lower the floor to its key
@@ -210,11 +277,7 @@ schedq_floor_lower_at_commit(int32 priority, TimestampTz run_at, int64 id)
 {
 	SchedqClaimKey key = { -(int64) priority, run_at, id };
 
-	if (!floor_callback_registered)
-	{
-		RegisterXactCallback(floor_xact_callback, NULL);
-		floor_callback_registered = true;
-	}
+	schedq_xact_join(&floor_effect);
 	if (!floor_pending || floor_key_cmp(&key, &floor_pending_key) < 0)
 		floor_pending_key = key;
 	floor_pending = true;
@@ -228,7 +291,6 @@ schedq_floor_lower_at_commit(int32 priority, TimestampTz run_at, int64 id)
 void
 schedq_floor_probe_if_due(void)
 {
-	static const Oid  types[] = { INT8OID, TIMESTAMPTZOID, INT8OID };
 	SchedqClaimFloor *f;
 	TimestampTz		  now;
 	uint64			  generation;
@@ -262,16 +324,7 @@ schedq_floor_probe_if_due(void)
 	values[0] = Int64GetDatum(from.prio);
 	values[1] = TimestampTzGetDatum(from.run_at);
 	values[2] = Int64GetDatum(from.id);
-	if (schedq_execute(
-			schedq_plan(&plan_probe,
-						"SELECT -(t.priority::bigint), t.run_at, t.id"
-						" FROM schedq.task t WHERE t.status = 'available'"
-						"   AND (-(t.priority::bigint), t.run_at, t.id)"
-						"       >= ($1, $2, $3)"
-						" ORDER BY -(t.priority::bigint), t.run_at, t.id"
-						" LIMIT 1",
-						3, types),
-			values, NULL, 1, SPI_OK_SELECT) == 1)
+	if (schedq_run(&q_probe, values, NULL, 1, SPI_OK_SELECT) == 1)
 	{
 		HeapTuple tuple = SPI_tuptable->vals[0];
 		TupleDesc desc = SPI_tuptable->tupdesc;

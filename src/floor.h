@@ -19,6 +19,7 @@ typedef struct SchedqClaimKey
 	int64		id;
 } SchedqClaimKey;
 
+extern void schedq_floor_init(void);
 extern void schedq_floor_probe_if_due(void);
 extern void schedq_floor_get(SchedqClaimKey *key);
 extern void schedq_floor_lower_at_commit(int32 priority, TimestampTz run_at,

@@ -51,9 +51,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
-#include "scheduler.h"
+#include "compat.h"
+#include "launcher.h"
 #include "shmem.h"
+#include "worker.h"
+#include "xact.h"
 
 #define LAUNCHER_SCAN_MS		1000
 #define SCHEDQ_RESTART_DELAY_MS 1000
@@ -95,20 +97,10 @@ launcher_exit(int code, Datum arg)
 static bool
 launcher_start_scheduler(LauncherDb *db)
 {
-	BackgroundWorker worker = { 0 };
+	BackgroundWorker worker;
 
-	worker.bgw_flags =
-		BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART; /* the launcher restarts it */
-	strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "schedq_scheduler_main", BGW_MAXLEN);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "schedq scheduler for database %u",
-			 db->dboid);
-	strlcpy(worker.bgw_type, "schedq scheduler", BGW_MAXLEN);
-	worker.bgw_main_arg = ObjectIdGetDatum(db->dboid);
-	worker.bgw_notify_pid = MyProcPid;
-
+	schedq_worker_fill(&worker, "schedq_scheduler_main", "schedq scheduler",
+					   db->dboid);
 	if (!RegisterDynamicBackgroundWorker(&worker, &db->handle))
 	{
 		ereport(WARNING, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -301,7 +293,7 @@ schedq_launcher_main(Datum main_arg)
 		timeout_ms = Max(1, (next - GetCurrentTimestamp() + 999) / 1000);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 timeout_ms, PG_WAIT_EXTENSION);
+						 timeout_ms, SCHEDQ_WAIT_EVENT("SchedqLauncherMain"));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -316,17 +308,48 @@ schedq_launcher_main(Datum main_arg)
  * Register the launcher; called from _PG_init while preloading.
  */
 void
-schedq_register_launcher(void)
+schedq_launcher_register(void)
 {
-	BackgroundWorker worker = { 0 };
+	BackgroundWorker worker;
 
-	worker.bgw_flags =
-		BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	schedq_worker_fill(&worker, "schedq_launcher_main", "schedq launcher",
+					   InvalidOid);
+	/* registered with the postmaster, which restarts it */
 	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "schedq_launcher_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "schedq launcher", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "schedq launcher", BGW_MAXLEN);
+	worker.bgw_notify_pid = 0;
 	RegisterBackgroundWorker(&worker);
+}
+
+/* This transaction runs CREATE EXTENSION schedq. */
+static void
+launcher_probe_commit(void)
+{
+	SchedqDatabase *db;
+
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	db = schedq_database_slot(MyDatabaseId, true);
+	if (db != NULL)
+		db->probe = true;
+	if (schedq_shared->launcher_latch != NULL)
+		SetLatch(schedq_shared->launcher_latch);
+	LWLockRelease(schedq_shared->lock);
+}
+
+static void
+launcher_probe_reset(void)
+{
+}
+
+static SchedqXactEffect launcher_probe_effect = {
+	.commit = launcher_probe_commit, .reset = launcher_probe_reset
+};
+
+/*
+ * After commit, have the launcher start a scheduler in this database
+ * (it is not watching databases without schedq).
+ */
+void
+schedq_launcher_probe_at_commit(void)
+{
+	schedq_xact_join(&launcher_probe_effect);
 }

@@ -33,23 +33,104 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "call.h"
 #include "cron.h"
-#include "schedq.h"
-#include "scheduler.h"
-#include "shmem.h"
+#include "metrics.h"
+#include "periodic.h"
+#include "plan.h"
+#include "task.h"
 #include "wake.h"
 
-#define PERIODIC_BATCH 1000
-#define NEXT_RUNS_MAX  10000
+#define PERIODIC_BATCH	   1000
+#define PERIODIC_BATCH_SQL CppAsString2(PERIODIC_BATCH)
+#define NEXT_RUNS_MAX	   10000
 
-static SPIPlanPtr plan_fire = NULL;
-static SPIPlanPtr plan_due_names = NULL;
-static SPIPlanPtr plan_fire_error = NULL;
-static SPIPlanPtr plan_disable = NULL;
-static SPIPlanPtr plan_upsert = NULL;
-static SPIPlanPtr plan_owner = NULL;
-static SPIPlanPtr plan_delete = NULL;
-static SPIPlanPtr plan_next_due = NULL;
+/*
+ * Fire the due ticks at $1: of every due schedule when $2 is NULL, or of
+ * that one.  No join in here: each step reads the due rows themselves (or
+ * their ctids), so the plan stays linear in the due schedules whatever
+ * the statistics say -- a schedule table analysed while empty must not
+ * turn a thousand ticks into a million comparisons.  A tick's task takes
+ * the id its schedule drew in advance (next_task_id), so the INSERT needs
+ * nothing from the UPDATE and each task is inserted as soon as its
+ * schedule row is locked; the schedules move on after.
+ */
+static SchedqQuery q_fire = SCHEDQ_QUERY(
+	"WITH due AS ("
+	"  SELECT p.ctid AS row, p.*, EXISTS (SELECT FROM schedq.task t"
+	"    WHERE t.id = p.last_task_id AND t.status IN " TASK_LIVE_SQL ") AS busy"
+	"  FROM schedq.periodic p"
+	"  WHERE p.enabled AND p.next_run <= $1"
+	"    AND ($2::text IS NULL OR p.name = $2)"
+	"  ORDER BY p.next_run LIMIT " PERIODIC_BATCH_SQL
+	"  FOR UPDATE SKIP LOCKED),"
+	" ins AS ("
+	"  INSERT INTO schedq.task (id, kind, payload, queue, priority, status,"
+	"    run_at, max_attempts, timeout, lock_key, concurrency_key,"
+	"    required_caps, budgets, cost, owner, periodic, created_at)"
+	"  SELECT d.next_task_id, d.kind, d.payload, d.queue, d.priority,"
+	"    CASE WHEN" TASK_NO_KEYS_SQL "THEN 'available' ELSE 'pending' END,"
+	"    d.next_run, d.max_attempts, d.timeout, d.lock_key,"
+	"    d.concurrency_key, d.required_caps, d.budgets, d.cost, d.owner,"
+	"    d.name, clock_timestamp()"
+	"  FROM due d WHERE NOT d.busy"
+	"  RETURNING status," TASK_AVAILABLE_COLUMNS "),"
+	" fired AS ("
+	"  UPDATE schedq.periodic p SET last_task_id = p.next_task_id,"
+	"    next_task_id = nextval('schedq.task_id_seq'),"
+	"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
+	"    next_run = schedq._next_run(p.schedule, p.timezone,"
+	"                                greatest(p.next_run, $1))"
+	"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE NOT d.busy))),"
+	" skipped AS ("
+	"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
+	"    next_run = schedq._next_run(p.schedule, p.timezone,"
+	"                                greatest(p.next_run, $1))"
+	"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE d.busy))"
+	"  RETURNING p.name)"
+	" SELECT false, ins.* FROM ins"
+	" UNION ALL SELECT true, NULL, NULL, NULL, NULL, NULL, NULL FROM skipped",
+	TIMESTAMPTZOID, TEXTOID);
+static SchedqQuery q_due_names =
+	SCHEDQ_QUERY("SELECT name FROM schedq.periodic"
+				 " WHERE enabled AND next_run <= $1"
+				 " ORDER BY next_run LIMIT " PERIODIC_BATCH_SQL,
+				 TIMESTAMPTZOID);
+static SchedqQuery q_fire_error = SCHEDQ_QUERY(
+	"UPDATE schedq.periodic SET last_error = $2,"
+	"  next_run = schedq._next_run(schedule, timezone, greatest(next_run, $3))"
+	" WHERE name = $1",
+	TEXTOID, TEXTOID, TIMESTAMPTZOID);
+static SchedqQuery q_disable =
+	SCHEDQ_QUERY("UPDATE schedq.periodic"
+				 " SET enabled = false, last_error = $2"
+				 " WHERE name = $1",
+				 TEXTOID, TEXTOID);
+static SchedqQuery q_upsert = SCHEDQ_QUERY(
+	"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
+	"  enabled, queue, priority, max_attempts, timeout, lock_key,"
+	"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+	"  $15, $16, $17::regrole)"
+	" ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule,"
+	"  kind = EXCLUDED.kind, payload = EXCLUDED.payload,"
+	"  timezone = EXCLUDED.timezone, enabled = EXCLUDED.enabled,"
+	"  queue = EXCLUDED.queue, priority = EXCLUDED.priority,"
+	"  max_attempts = EXCLUDED.max_attempts, timeout = EXCLUDED.timeout,"
+	"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
+	"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
+	"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
+	"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()",
+	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
+	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
+	NUMERICOID, TIMESTAMPTZOID, OIDOID);
+static SchedqQuery q_owner = SCHEDQ_QUERY(
+	"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
+	TEXTOID);
+static SchedqQuery q_delete =
+	SCHEDQ_QUERY("DELETE FROM schedq.periodic WHERE name = $1", TEXTOID);
+static SchedqQuery q_next_due =
+	SCHEDQ_QUERY0("SELECT min(next_run) FROM schedq.periodic WHERE enabled");
 
 /*
  * Parse a schedule and its time zone and find its first run after
@@ -138,6 +219,53 @@ schedq_next_run(PG_FUNCTION_ARGS)
 	PG_RETURN_TIMESTAMPTZ(next);
 }
 
+/* The columns of a schedule (schedule's arguments) and of its tasks. */
+#define SCHEDULE_COLUMNS 15
+
+static const int schedule_task_options[SCHEDULE_COLUMNS] = {
+	-1, /* name */
+	-1, /* schedule */
+	OPT_KIND,
+	OPT_PAYLOAD,
+	-1, /* timezone */
+	-1, /* enabled */
+	OPT_QUEUE,
+	OPT_PRIORITY,
+	OPT_MAX_ATTEMPTS,
+	OPT_TIMEOUT,
+	OPT_LOCK_KEY,
+	OPT_CONCURRENCY_KEY,
+	OPT_REQUIRED_CAPS,
+	OPT_BUDGETS,
+	OPT_COST,
+};
+
+/*
+ * Check the task options a schedule carries, by the rules of submit.
+ * Inside the call bracket.
+ */
+static void
+periodic_check_options(Datum *values, bool *nulls)
+{
+	SchedqTaskOptions opts;
+
+	schedq_task_options_init(&opts);
+	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
+		if (schedule_task_options[i] >= 0)
+		{
+			opts.v[schedule_task_options[i]] = values[i];
+			opts.null[schedule_task_options[i]] = nulls[i];
+		}
+	/* what no schedule has: a run_at (each tick's own), dependencies */
+	opts.v[OPT_RUN_AT] =
+		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	opts.null[OPT_RUN_AT] = false;
+	opts.v[OPT_DEPENDS_ON] = PointerGetDatum(construct_empty_array(INT8OID));
+	opts.null[OPT_DEPENDS_ON] = false;
+	schedq_task_options_check(&opts);
+	schedq_task_check_budgets(opts.v[OPT_BUDGETS]);
+}
+
 /*
  * Create or replace a schedule.  values[] holds, in order: name, schedule,
  * kind, payload, timezone, enabled, queue, priority, max_attempts,
@@ -146,25 +274,19 @@ schedq_next_run(PG_FUNCTION_ARGS)
 static void
 periodic_upsert(Datum *values, bool *nulls)
 {
-	static const Oid		 types[] = { TEXTOID,		 TEXTOID,	   TEXTOID,
-										 JSONBOID,		 TEXTOID,	   BOOLOID,
-										 TEXTOID,		 INT4OID,	   INT4OID,
-										 INTERVALOID,	 TEXTOID,	   TEXTOID,
-										 TEXTARRAYOID,	 TEXTARRAYOID, NUMERICOID,
-										 TIMESTAMPTZOID, OIDOID };
 	static const char *const required[] = {
 		"name",	   "schedule", "kind",			"payload",		"timezone",
 		"enabled", "queue",	   "priority",		"max_attempts", NULL,
 		NULL,	   NULL,	   "required_caps", "budgets",		"cost"
 	};
-	Datum		args[17];
-	char		argnulls[17];
+	Datum		args[SCHEDULE_COLUMNS + 2];
+	char		argnulls[SCHEDULE_COLUMNS + 2];
 	SchedqCall	call;
 	char	   *name;
 	TimestampTz next;
 	bool		isnull;
 
-	for (int i = 0; i < 15; i++)
+	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
 		if (nulls[i] && required[i] != NULL)
 			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("%s must not be null", required[i]));
@@ -177,19 +299,10 @@ periodic_upsert(Datum *values, bool *nulls)
 							  GetCurrentTimestamp());
 
 	schedq_call_begin(&call);
-	schedq_check_task_options(values[2], values[3], values[6], values[7],
-							  values[8], nulls[9] ? (Datum) 0 : values[9],
-							  nulls[10] ? (Datum) 0 : values[10],
-							  nulls[11] ? (Datum) 0 : values[11], values[12],
-							  values[13], values[14]);
+	periodic_check_options(values, nulls);
 
 	/* replacing another role's schedule takes that role's privileges */
-	if (schedq_execute(
-			schedq_plan(
-				&plan_owner,
-				"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
-				1, (Oid[]){ TEXTOID }),
-			values, NULL, 0, SPI_OK_SELECT) > 0 &&
+	if (schedq_run(&q_owner, values, NULL, 0, SPI_OK_SELECT) > 0 &&
 		!schedq_caller_acts_for(&call, DatumGetObjectId(
 										   SPI_getbinval(SPI_tuptable->vals[0],
 														 SPI_tuptable->tupdesc,
@@ -197,34 +310,16 @@ periodic_upsert(Datum *values, bool *nulls)
 		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				errmsg("permission denied for periodic task \"%s\"", name));
 
-	for (int i = 0; i < 15; i++)
+	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
 	{
 		args[i] = values[i];
 		argnulls[i] = nulls[i] ? 'n' : ' ';
 	}
-	args[15] = TimestampTzGetDatum(next);
-	argnulls[15] = ' ';
-	args[16] = ObjectIdGetDatum(call.caller);
-	argnulls[16] = ' ';
-	schedq_execute(
-		schedq_plan(
-			&plan_upsert,
-			"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
-			"  enabled, queue, priority, max_attempts, timeout, lock_key,"
-			"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
-			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-			"  $15, $16, $17::regrole)"
-			" ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule,"
-			"  kind = EXCLUDED.kind, payload = EXCLUDED.payload,"
-			"  timezone = EXCLUDED.timezone, enabled = EXCLUDED.enabled,"
-			"  queue = EXCLUDED.queue, priority = EXCLUDED.priority,"
-			"  max_attempts = EXCLUDED.max_attempts, timeout = EXCLUDED.timeout,"
-			"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
-			"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
-			"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
-			"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()",
-			17, types),
-		args, argnulls, 0, SPI_OK_INSERT);
+	args[SCHEDULE_COLUMNS] = TimestampTzGetDatum(next);
+	argnulls[SCHEDULE_COLUMNS] = ' ';
+	args[SCHEDULE_COLUMNS + 1] = ObjectIdGetDatum(call.caller);
+	argnulls[SCHEDULE_COLUMNS + 1] = ' ';
+	schedq_run(&q_upsert, args, argnulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);
 	schedq_wake_scheduler_at_commit();
 }
@@ -239,10 +334,10 @@ PG_FUNCTION_INFO_V1(schedq_schedule);
 Datum
 schedq_schedule(PG_FUNCTION_ARGS)
 {
-	Datum values[15];
-	bool  nulls[15];
+	Datum values[SCHEDULE_COLUMNS];
+	bool  nulls[SCHEDULE_COLUMNS];
 
-	for (int i = 0; i < 15; i++)
+	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
 	{
 		nulls[i] = PG_ARGISNULL(i);
 		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
@@ -255,42 +350,36 @@ PG_FUNCTION_INFO_V1(schedq_schedule_sql);
 
 /*
  * schedq.schedule_sql(name, schedule, command, timezone): a periodic SQL
- * task for the built-in executor, run as the role that scheduled it.
+ * task for the built-in executor, run as the role that scheduled it, with
+ * every other option at its default.
  */
 Datum
 schedq_schedule_sql(PG_FUNCTION_ARGS)
 {
-	Datum values[15];
-	bool  nulls[15];
-	char *command;
-	Datum sql = CStringGetTextDatum("sql");
+	SchedqTaskOptions opts;
+	Datum			  values[SCHEDULE_COLUMNS];
+	bool			  nulls[SCHEDULE_COLUMNS];
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("command must not be null"));
-	command = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	if (command[strspn(command, " \t\r\n")] == '\0')
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("command must not be empty"));
-
-	memset(nulls, 0, sizeof(nulls));
+	schedq_task_options_init(&opts);
+	schedq_task_options_defaults(&opts);
+	schedq_task_options_add_sql(&opts, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
+		if (schedule_task_options[i] >= 0)
+		{
+			values[i] = opts.v[schedule_task_options[i]];
+			nulls[i] = opts.null[schedule_task_options[i]];
+		}
 	values[0] = PG_GETARG_DATUM(0);
 	nulls[0] = PG_ARGISNULL(0);
 	values[1] = PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1);
-	values[2] = sql;
-	values[3] = schedq_sql_payload(command);
 	values[4] = PG_GETARG_DATUM(3);
 	nulls[4] = PG_ARGISNULL(3);
 	values[5] = BoolGetDatum(true);
-	values[6] = CStringGetTextDatum("default");
-	values[7] = Int32GetDatum(0);
-	values[8] = Int32GetDatum(5);
-	nulls[9] = nulls[10] = nulls[11] = true;
-	values[12] = PointerGetDatum(
-		construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT));
-	values[13] = PointerGetDatum(construct_empty_array(TEXTOID));
-	values[14] = DirectFunctionCall1(int4_numeric, Int32GetDatum(1));
+	nulls[5] = false;
 	periodic_upsert(values, nulls);
 	PG_RETURN_DATUM(values[0]);
 }
@@ -314,12 +403,7 @@ schedq_unschedule(PG_FUNCTION_ARGS)
 	name = PG_GETARG_DATUM(0);
 
 	schedq_call_begin(&call);
-	if (schedq_execute(
-			schedq_plan(
-				&plan_owner,
-				"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
-				1, (Oid[]){ TEXTOID }),
-			&name, NULL, 0, SPI_OK_SELECT) > 0)
+	if (schedq_run(&q_owner, &name, NULL, 0, SPI_OK_SELECT) > 0)
 	{
 		if (!schedq_caller_acts_for(&call,
 									DatumGetObjectId(
@@ -329,11 +413,7 @@ schedq_unschedule(PG_FUNCTION_ARGS)
 			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					errmsg("permission denied for periodic task \"%s\"",
 						   TextDatumGetCString(name)));
-		found = schedq_execute(
-					schedq_plan(&plan_delete,
-								"DELETE FROM schedq.periodic WHERE name = $1",
-								1, (Oid[]){ TEXTOID }),
-					&name, NULL, 0, SPI_OK_DELETE) > 0;
+		found = schedq_run(&q_delete, &name, NULL, 0, SPI_OK_DELETE) > 0;
 	}
 	schedq_call_end(&call);
 	PG_RETURN_BOOL(found);
@@ -351,54 +431,7 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 	char  nulls[2] = { ' ', name == (Datum) 0 ? 'n' : ' ' };
 	int	  n;
 
-	/*
-	 * No join in here: each step reads the due rows themselves (or their
-	 * ctids), so the plan stays linear in the due schedules whatever the
-	 * statistics say -- a schedule table analysed while empty must not
-	 * turn a thousand ticks into a million comparisons.  A tick's task
-	 * takes the id its schedule drew in advance (next_task_id), so the
-	 * INSERT needs nothing from the UPDATE and each task is inserted as
-	 * soon as its schedule row is locked; the schedules move on after.
-	 */
-	n = schedq_execute(
-		schedq_plan(
-			&plan_fire,
-			"WITH due AS ("
-			"  SELECT p.ctid AS row, p.*, EXISTS (SELECT FROM schedq.task t"
-			"    WHERE t.id = p.last_task_id"
-			"      AND t.status IN ('pending', 'available', 'running')) AS busy"
-			"  FROM schedq.periodic p"
-			"  WHERE p.enabled AND p.next_run <= $1"
-			"    AND ($2::text IS NULL OR p.name = $2)"
-			"  ORDER BY p.next_run LIMIT " CppAsString2(
-				PERIODIC_BATCH) "  FOR UPDATE SKIP LOCKED),"
-								" ins AS ("
-								"  INSERT INTO schedq.task (id, kind, payload, queue, priority, status,"
-								"    run_at, max_attempts, timeout, lock_key, concurrency_key,"
-								"    required_caps, budgets, cost, owner, periodic, created_at)"
-								"  SELECT d.next_task_id, d.kind, d.payload, d.queue, d.priority,"
-								"    CASE WHEN d.lock_key IS NULL AND d.concurrency_key IS NULL"
-								"      THEN 'available' ELSE 'pending' END,"
-								"    d.next_run, d.max_attempts, d.timeout, d.lock_key, d.concurrency_key,"
-								"    d.required_caps, d.budgets, d.cost, d.owner, d.name, clock_timestamp()"
-								"  FROM due d WHERE NOT d.busy"
-								"  RETURNING status, queue, required_caps, priority, run_at, id),"
-								" fired AS ("
-								"  UPDATE schedq.periodic p SET last_task_id = p.next_task_id,"
-								"    next_task_id = nextval('schedq.task_id_seq'),"
-								"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
-								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
-								"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE NOT d.busy))),"
-								" skipped AS ("
-								"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
-								"    next_run = schedq._next_run(p.schedule, p.timezone, greatest(p.next_run, $1))"
-								"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE d.busy))"
-								"  RETURNING p.name)"
-								" SELECT false, ins.status, ins.queue, ins.required_caps,"
-								" ins.priority, ins.run_at, ins.id FROM ins"
-								" UNION ALL SELECT true, NULL, NULL, NULL, NULL, NULL, NULL FROM skipped",
-			2, (Oid[]){ TIMESTAMPTZOID, TEXTOID }),
-		values, nulls, 0, SPI_OK_SELECT);
+	n = schedq_run(&q_fire, values, nulls, 0, SPI_OK_SELECT);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -412,20 +445,8 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 			continue;
 		}
 		(*fired)++;
-		if (strcmp(SPI_getvalue(tuple, desc, 2), "available") == 0)
-			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 3),
-										   DatumGetArrayTypeP(
-											   SPI_getbinval(tuple, desc, 4,
-															 &isnull)),
-										   DatumGetInt32(
-											   SPI_getbinval(tuple, desc, 5,
-															 &isnull)),
-										   DatumGetTimestampTz(
-											   SPI_getbinval(tuple, desc, 6,
-															 &isnull)),
-										   DatumGetInt64(
-											   SPI_getbinval(tuple, desc, 7,
-															 &isnull)));
+		if (schedq_task_status(SPI_getvalue(tuple, desc, 2)) == TASK_AVAILABLE)
+			schedq_task_row_available_at_commit(tuple, desc, 3);
 		else
 			schedq_wake_scheduler_at_commit();
 	}
@@ -487,14 +508,7 @@ periodic_skip_tick(TimestampTz now, Datum name, int *fired, int *skipped)
 	Datum args[3] = { name, CStringGetTextDatum(periodic_error),
 					  TimestampTzGetDatum(now) };
 
-	return schedq_execute(
-		schedq_plan(
-			&plan_fire_error,
-			"UPDATE schedq.periodic SET last_error = $2,"
-			"  next_run = schedq._next_run(schedule, timezone, greatest(next_run, $3))"
-			" WHERE name = $1",
-			3, (Oid[]){ TEXTOID, TEXTOID, TIMESTAMPTZOID }),
-		args, NULL, 0, SPI_OK_UPDATE);
+	return schedq_run(&q_fire_error, args, NULL, 0, SPI_OK_UPDATE);
 }
 
 /*
@@ -516,13 +530,7 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 		/* one by one, so that a bad schedule stalls only itself */
 		Datum value = TimestampTzGetDatum(now);
 
-		n = schedq_execute(schedq_plan(&plan_due_names,
-									   "SELECT name FROM schedq.periodic"
-									   " WHERE enabled AND next_run <= $1"
-									   " ORDER BY next_run LIMIT " CppAsString2(
-										   PERIODIC_BATCH),
-									   1, (Oid[]){ TIMESTAMPTZOID }),
-						   &value, NULL, 0, SPI_OK_SELECT);
+		n = schedq_run(&q_due_names, &value, NULL, 0, SPI_OK_SELECT);
 		due = SPI_tuptable;
 		for (int i = 0; i < n; i++)
 		{
@@ -541,13 +549,7 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 			{
 				Datum args[2] = { name, CStringGetTextDatum(error) };
 
-				schedq_execute(
-					schedq_plan(&plan_disable,
-								"UPDATE schedq.periodic"
-								" SET enabled = false, last_error = $2"
-								" WHERE name = $1",
-								2, (Oid[]){ TEXTOID, TEXTOID }),
-					args, NULL, 0, SPI_OK_UPDATE);
+				schedq_run(&q_disable, args, NULL, 0, SPI_OK_UPDATE);
 			}
 		}
 	}
@@ -567,11 +569,7 @@ schedq_periodic_next_due(void)
 	bool  isnull;
 	Datum next;
 
-	schedq_execute(
-		schedq_plan(&plan_next_due,
-					"SELECT min(next_run) FROM schedq.periodic WHERE enabled",
-					0, NULL),
-		NULL, NULL, 0, SPI_OK_SELECT);
+	schedq_run(&q_next_due, NULL, NULL, 0, SPI_OK_SELECT);
 	next =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(next);

@@ -3,12 +3,12 @@
  *	  The promotion pass: pending tasks become available once every gate
  *	  holds.  Only this pass moves a task from 'pending' to 'available'.
  *
- * Gates (SPEC §3): run_at has come; every dependency is done; for a
- * lock_key, the task is first in key order (version, then id, tasks
- * without a version last) among the live tasks of its key and no task of
- * the key is available or running; for a concurrency_key with a limit,
- * fewer than the limit are available or running.  Tasks promoted earlier
- * in the pass count against the last two.
+ * Gates: run_at has come; every dependency is done; for a lock_key, the
+ * task is first in key order (version, then id, tasks without a version
+ * last) among the live tasks of its key and no task of the key is
+ * available or running; for a concurrency_key with a limit, fewer than the
+ * limit are available or running.  Tasks promoted earlier in the pass
+ * count against the last two.
  *
  * Nothing here scans every pending task.  A pass reads:
  *	- due, unparked pending tasks through task_pending_idx (run_at), in
@@ -18,21 +18,21 @@
  *	  a dependency is *parked*: it leaves task_pending_idx and is not looked
  *	  at again until a gate event names its key or its dependency;
  *	- gate events (schedq.gate_event) are written by the status trigger of
- *	  schedq.task (schedq_task_event_trigger, below) when a task holding a
- *	  key, or one that others depend on (has_dependents), leaves
- *	  'available'/'running', and by set_concurrency_limit.  The pass
- *	  consumes them first and unparks the head of each lock key, as many
- *	  tasks of each concurrency key as there are free slots, and the
- *	  dependents of each finished task (task_depends_on_idx).  An event committed after the pass consumed the
- *	  events stays for the next pass, so no parked task is forgotten.
- * Passes are serialized by a transaction-level advisory lock, so the
+ *	  schedq.task (triggers.c) when a task holding a key, or one that
+ *	  others depend on (has_dependents), leaves 'available'/'running', and
+ *	  by set_concurrency_limit.  The pass consumes them first and unparks
+ *	  the head of each lock key, as many tasks of each concurrency key as
+ *	  there are free slots, and the dependents of each finished task
+ *	  (task_depends_on_idx).  An event committed after the pass consumed
+ *	  the events stays for the next pass, so no parked task is forgotten.
+ *
+ * Passes are serialized by a transaction-level lock (worker.h), so the
  * scheduler and schedq._promote_once() never run one at the same time.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -43,28 +43,115 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
-#include "scheduler.h"
-#include "shmem.h"
-#include "wake.h"
+#include "call.h"
+#include "metrics.h"
+#include "plan.h"
+#include "promote.h"
+#include "task.h"
+#include "worker.h"
 
-/* Advisory lock keys: (database, SCHEDQ_LOCK_CLASS, what). */
-#define SCHEDQ_LOCK_CLASS	0x53510000 /* "SQ" */
-#define SCHEDQ_LOCK_PROMOTE 1
+/* How many tasks one pass handles in one batch. */
+#define PROMOTE_BATCH	  1000
+#define PROMOTE_BATCH_SQL CppAsString2(PROMOTE_BATCH)
 
-static SPIPlanPtr plan_events = NULL;
-static SPIPlanPtr plan_unpark_lock = NULL;
-static SPIPlanPtr plan_unpark_concurrency = NULL;
-static SPIPlanPtr plan_unpark_dependents = NULL;
-static SPIPlanPtr plan_plain = NULL;
-static SPIPlanPtr plan_gated = NULL;
-static SPIPlanPtr plan_lock_state = NULL;
-static SPIPlanPtr plan_concurrency_state = NULL;
-static SPIPlanPtr plan_deps = NULL;
-static SPIPlanPtr plan_promote = NULL;
-static SPIPlanPtr plan_park = NULL;
-static SPIPlanPtr plan_next_due = NULL;
-static SPIPlanPtr plan_gate_event = NULL;
+/* The first live task of lock key `key` in key order: the key's head. */
+#define LOCK_HEAD_SQL(key)                                                     \
+	"(SELECT h.id FROM schedq.task h WHERE h.lock_key = " key                  \
+	" AND h.status IN " TASK_LIVE_SQL " ORDER BY h.version, h.id LIMIT 1)"
+
+static SchedqQuery q_events = SCHEDQ_QUERY0(
+	"WITH e AS (DELETE FROM schedq.gate_event"
+	"           RETURNING lock_key, concurrency_key, task_id)"
+	" SELECT array_agg(DISTINCT lock_key) FILTER (WHERE lock_key IS NOT NULL),"
+	"        array_agg(DISTINCT concurrency_key)"
+	"          FILTER (WHERE concurrency_key IS NOT NULL),"
+	"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
+	" FROM e");
+static SchedqQuery q_unpark_lock =
+	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
+				 " WHERE id IN (SELECT " LOCK_HEAD_SQL(
+					 "k") "              FROM unnest($1::text[]) k)"
+						  " AND status = 'pending' AND parked",
+				 TEXTARRAYOID);
+/*
+ * Free slots of each key: its limit (none: a batch) less what is active.
+ * At most a batch per key and pass; a key that filled a whole batch gets
+ * another event, so the rest follows next pass.
+ */
+static SchedqQuery q_unpark_concurrency = SCHEDQ_QUERY(
+	"WITH room AS ("
+	"  SELECT c, COALESCE((SELECT l.max_active"
+	"                      FROM schedq.concurrency_limit l WHERE l.key = c),"
+	"                     " PROMOTE_BATCH_SQL ")"
+	"     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
+	"        AND a.status IN " TASK_ACTIVE_SQL ") AS n"
+	"  FROM unnest($1::text[]) c),"
+	" freed AS ("
+	"  SELECT room.c, x.id, room.n FROM room, LATERAL ("
+	"    SELECT t.id FROM schedq.task t"
+	"    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
+	"      AND t.parked AND t.parked_on = 'limit'"
+	"    ORDER BY t.priority DESC, t.run_at, t.id"
+	"    LIMIT least(greatest(room.n, 0), " PROMOTE_BATCH_SQL ")) x),"
+	" unparked AS (UPDATE schedq.task t SET parked = false, parked_on = NULL"
+	"   FROM freed WHERE t.id = freed.id RETURNING freed.c, freed.n)"
+	" INSERT INTO schedq.gate_event (concurrency_key)"
+	" SELECT c FROM unparked GROUP BY c"
+	" HAVING count(*) = " PROMOTE_BATCH_SQL,
+	TEXTARRAYOID);
+static SchedqQuery q_unpark_dependents =
+	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
+				 " WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
+				 " AND status = 'pending' AND parked",
+				 INT8ARRAYOID);
+static SchedqQuery q_plain =
+	SCHEDQ_QUERY("WITH p AS (SELECT id FROM schedq.task"
+				 "  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+				 "    AND" TASK_UNGATED_SQL
+				 "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
+				 "  FOR UPDATE SKIP LOCKED)"
+				 " UPDATE schedq.task t SET status = 'available'"
+				 " WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
+				 " RETURNING" TASK_AVAILABLE_COLUMNS,
+				 TIMESTAMPTZOID);
+static SchedqQuery q_gated = SCHEDQ_QUERY(
+	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
+	"  SELECT * FROM schedq.task"
+	"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+	"    AND" TASK_GATED_SQL "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
+	"  FOR UPDATE SKIP LOCKED) t"
+	" ORDER BY priority DESC, run_at, id",
+	TIMESTAMPTZOID);
+static SchedqQuery q_lock_state = SCHEDQ_QUERY(
+	"SELECT " LOCK_HEAD_SQL(
+		"$1") ","
+			  "       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
+			  "          AND a.status IN " TASK_ACTIVE_SQL ")",
+	TEXTOID);
+static SchedqQuery q_concurrency_state = SCHEDQ_QUERY(
+	"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
+	"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
+	"          AND status IN " TASK_ACTIVE_SQL ")",
+	TEXTOID);
+static SchedqQuery q_deps =
+	SCHEDQ_QUERY("SELECT FROM schedq.task t, unnest(t.depends_on) d"
+				 " JOIN schedq.task x ON x.id = d"
+				 " WHERE t.id = $1 AND x.status <> 'done' LIMIT 1",
+				 INT8OID);
+static SchedqQuery q_promote =
+	SCHEDQ_QUERY("UPDATE schedq.task SET status = 'available'"
+				 " WHERE id = ANY ($1) AND status = 'pending'"
+				 " RETURNING" TASK_AVAILABLE_COLUMNS,
+				 INT8ARRAYOID);
+static SchedqQuery q_park =
+	SCHEDQ_QUERY("UPDATE schedq.task t SET parked = true, parked_on = p.reason"
+				 " FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
+				 " WHERE t.id = p.id AND t.status = 'pending'",
+				 INT8ARRAYOID, TEXTARRAYOID);
+static SchedqQuery q_next_due =
+	SCHEDQ_QUERY("SELECT min(run_at) FROM schedq.task"
+				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
+				 TIMESTAMPTZOID);
 
 /* What the pass knows about one key, cached for the pass. */
 typedef struct KeyState
@@ -85,8 +172,7 @@ promote_lock(void)
 {
 	LOCKTAG tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SCHEDQ_LOCK_CLASS,
-						 SCHEDQ_LOCK_PROMOTE, 2);
+	schedq_lock_tag(&tag, SCHEDQ_LOCK_PROMOTE);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -103,81 +189,22 @@ promote_consume_events(bool *more)
 	Datum		   finished;
 	bool		   isnull;
 
-	n = schedq_execute(
-		schedq_plan(
-			&plan_events,
-			"WITH e AS (DELETE FROM schedq.gate_event"
-			"           RETURNING lock_key, concurrency_key, task_id)"
-			" SELECT array_agg(DISTINCT lock_key) FILTER (WHERE lock_key IS NOT NULL),"
-			"        array_agg(DISTINCT concurrency_key)"
-			"          FILTER (WHERE concurrency_key IS NOT NULL),"
-			"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
-			" FROM e",
-			0, NULL),
-		NULL, NULL, 0, SPI_OK_SELECT);
+	n = schedq_run(&q_events, NULL, NULL, 0, SPI_OK_SELECT);
 	if (n == 0)
 		return;
 	events = SPI_tuptable;
 	locks = SPI_getbinval(events->vals[0], events->tupdesc, 1, &isnull);
 	if (!isnull)
-		schedq_execute(
-			schedq_plan(
-				&plan_unpark_lock,
-				"UPDATE schedq.task SET parked = false, parked_on = NULL"
-				" WHERE id IN (SELECT (SELECT h.id FROM schedq.task h"
-				"                      WHERE h.lock_key = k"
-				"                        AND h.status IN ('pending', 'available', 'running')"
-				"                      ORDER BY h.version, h.id LIMIT 1)"
-				"              FROM unnest($1::text[]) k)"
-				" AND status = 'pending' AND parked",
-				1, (Oid[]){ TEXTARRAYOID }),
-			&locks, NULL, 0, SPI_OK_UPDATE);
+		schedq_run(&q_unpark_lock, &locks, NULL, 0, SPI_OK_UPDATE);
 
 	finished = SPI_getbinval(events->vals[0], events->tupdesc, 3, &isnull);
 	if (!isnull)
-		schedq_execute(
-			schedq_plan(
-				&plan_unpark_dependents,
-				"UPDATE schedq.task SET parked = false, parked_on = NULL"
-				" WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
-				" AND status = 'pending' AND parked",
-				1, (Oid[]){ INT8ARRAYOID }),
-			&finished, NULL, 0, SPI_OK_UPDATE);
+		schedq_run(&q_unpark_dependents, &finished, NULL, 0, SPI_OK_UPDATE);
 
 	limits = SPI_getbinval(events->vals[0], events->tupdesc, 2, &isnull);
 	if (!isnull)
 	{
-		/*
-		 * Free slots of each key: its limit (none: a batch) less what is
-		 * active.  At most a batch per key and pass; a key that filled a
-		 * whole batch gets another event, so the rest follows next pass.
-		 */
-		schedq_execute(
-			schedq_plan(
-				&plan_unpark_concurrency,
-				"WITH room AS ("
-				"  SELECT c, COALESCE((SELECT l.max_active FROM schedq.concurrency_limit l"
-				"               WHERE l.key = c), " CppAsString2(
-					PROMOTE_BATCH) ")"
-								   "     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
-								   "        AND a.status IN ('available', 'running')) AS n"
-								   "  FROM unnest($1::text[]) c),"
-								   " freed AS ("
-								   "  SELECT room.c, x.id, room.n FROM room, LATERAL ("
-								   "    SELECT t.id FROM schedq.task t"
-								   "    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
-								   "      AND t.parked AND t.parked_on = 'limit'"
-								   "    ORDER BY t.priority DESC, t.run_at, t.id"
-								   "    LIMIT least(greatest(room.n, 0), " CppAsString2(
-									   PROMOTE_BATCH) ")) x),"
-													  " unparked AS (UPDATE schedq.task t SET parked = false, parked_on = NULL"
-													  "   FROM freed WHERE t.id = freed.id RETURNING freed.c, freed.n)"
-													  " INSERT INTO schedq.gate_event (concurrency_key)"
-													  " SELECT c FROM unparked GROUP BY c"
-													  " HAVING count(*) = " CppAsString2(
-														  PROMOTE_BATCH),
-				1, (Oid[]){ TEXTARRAYOID }),
-			&limits, NULL, 0, SPI_OK_INSERT);
+		schedq_run(&q_unpark_concurrency, &limits, NULL, 0, SPI_OK_INSERT);
 		if (SPI_processed > 0)
 			*more = true;
 	}
@@ -193,42 +220,15 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 	Datum value = TimestampTzGetDatum(now);
 	int	  n;
 
-	n = schedq_execute(
-		schedq_plan(
-			&plan_plain,
-			"WITH p AS (SELECT id FROM schedq.task"
-			"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-			"    AND lock_key IS NULL AND concurrency_key IS NULL"
-			"    AND depends_on = '{}'"
-			"  ORDER BY run_at, id LIMIT " CppAsString2(
-				PROMOTE_BATCH) "  FOR UPDATE SKIP LOCKED)"
-							   " UPDATE schedq.task t SET status = 'available'"
-							   " WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
-							   " RETURNING t.queue, t.required_caps, t.run_at, t.priority, t.id",
-			1, (Oid[]){ TIMESTAMPTZOID }),
-		&value, NULL, 0, SPI_OK_UPDATE_RETURNING);
+	n = schedq_run(&q_plain, &value, NULL, 0, SPI_OK_UPDATE_RETURNING);
 	for (int i = 0; i < n; i++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		bool		isnull;
 		TimestampTz run_at = DatumGetTimestampTz(
-			SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull));
+			SPI_getbinval(tuple, SPI_tuptable->tupdesc, 4, &isnull));
 
-		schedq_wake_claimers_at_commit(SPI_getvalue(tuple,
-													SPI_tuptable->tupdesc, 1),
-									   DatumGetArrayTypeP(
-										   SPI_getbinval(tuple,
-														 SPI_tuptable->tupdesc,
-														 2, &isnull)),
-									   DatumGetInt32(
-										   SPI_getbinval(tuple,
-														 SPI_tuptable->tupdesc,
-														 4, &isnull)),
-									   run_at,
-									   DatumGetInt64(
-										   SPI_getbinval(tuple,
-														 SPI_tuptable->tupdesc,
-														 5, &isnull)));
+		schedq_task_row_available_at_commit(tuple, SPI_tuptable->tupdesc, 1);
 		if (run_at < *oldest)
 			*oldest = run_at;
 	}
@@ -263,16 +263,7 @@ promote_lock_gate(HTAB *keys, const char *lock_key, int64 id)
 		Datum value = CStringGetTextDatum(lock_key);
 		bool  isnull;
 
-		schedq_execute(
-			schedq_plan(
-				&plan_lock_state,
-				"SELECT (SELECT h.id FROM schedq.task h WHERE h.lock_key = $1"
-				"          AND h.status IN ('pending', 'available', 'running')"
-				"        ORDER BY h.version, h.id LIMIT 1),"
-				"       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
-				"          AND a.status IN ('available', 'running'))",
-				1, (Oid[]){ TEXTOID }),
-			&value, NULL, 0, SPI_OK_SELECT);
+		schedq_run(&q_lock_state, &value, NULL, 0, SPI_OK_SELECT);
 		ks->head =
 			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull));
@@ -297,14 +288,7 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key)
 		Datum value = CStringGetTextDatum(concurrency_key);
 		bool  isnull;
 
-		schedq_execute(
-			schedq_plan(
-				&plan_concurrency_state,
-				"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
-				"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
-				"          AND status IN ('available', 'running'))",
-				1, (Oid[]){ TEXTOID }),
-			&value, NULL, 0, SPI_OK_SELECT);
+		schedq_run(&q_concurrency_state, &value, NULL, 0, SPI_OK_SELECT);
 		ks->limit =
 			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull));
@@ -326,13 +310,7 @@ promote_deps_done(int64 id)
 {
 	Datum value = Int64GetDatum(id);
 
-	return schedq_execute(
-			   schedq_plan(&plan_deps,
-						   "SELECT FROM schedq.task t, unnest(t.depends_on) d"
-						   " JOIN schedq.task x ON x.id = d"
-						   " WHERE t.id = $1 AND x.status <> 'done' LIMIT 1",
-						   1, (Oid[]){ INT8OID }),
-			   &value, NULL, 1, SPI_OK_SELECT) == 0;
+	return schedq_run(&q_deps, &value, NULL, 1, SPI_OK_SELECT) == 0;
 }
 
 /*
@@ -354,19 +332,7 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	int			   npark = 0;
 	int			   done = 0;
 
-	n = schedq_execute(
-		schedq_plan(
-			&plan_gated,
-			"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
-			"  SELECT * FROM schedq.task"
-			"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-			"    AND (lock_key IS NOT NULL OR concurrency_key IS NOT NULL"
-			"         OR depends_on <> '{}')"
-			"  ORDER BY run_at, id LIMIT " CppAsString2(
-				PROMOTE_BATCH) "  FOR UPDATE SKIP LOCKED) t"
-							   " ORDER BY priority DESC, run_at, id",
-			1, (Oid[]){ TIMESTAMPTZOID }),
-		&value, NULL, 0, SPI_OK_SELECT);
+	n = schedq_run(&q_gated, &value, NULL, 0, SPI_OK_SELECT);
 	if (n == 0)
 		return 0;
 	if (n == PROMOTE_BATCH)
@@ -437,33 +403,10 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 			PointerGetDatum(construct_array(promote, npromote, INT8OID, 8,
 											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
-		done = schedq_execute(
-			schedq_plan(&plan_promote,
-						"UPDATE schedq.task SET status = 'available'"
-						" WHERE id = ANY ($1) AND status = 'pending'"
-						" RETURNING queue, required_caps, priority, run_at, id",
-						1, (Oid[]){ INT8ARRAYOID }),
-			&ids, NULL, 0, SPI_OK_UPDATE_RETURNING);
+		done = schedq_run(&q_promote, &ids, NULL, 0, SPI_OK_UPDATE_RETURNING);
 		for (int i = 0; i < done; i++)
-		{
-			HeapTuple tuple = SPI_tuptable->vals[i];
-			TupleDesc desc = SPI_tuptable->tupdesc;
-			bool	  isnull;
-
-			schedq_wake_claimers_at_commit(SPI_getvalue(tuple, desc, 1),
-										   DatumGetArrayTypeP(
-											   SPI_getbinval(tuple, desc, 2,
-															 &isnull)),
-										   DatumGetInt32(
-											   SPI_getbinval(tuple, desc, 3,
-															 &isnull)),
-										   DatumGetTimestampTz(
-											   SPI_getbinval(tuple, desc, 4,
-															 &isnull)),
-										   DatumGetInt64(
-											   SPI_getbinval(tuple, desc, 5,
-															 &isnull)));
-		}
+			schedq_task_row_available_at_commit(SPI_tuptable->vals[i],
+												SPI_tuptable->tupdesc, 1);
 	}
 	if (npark > 0)
 	{
@@ -474,14 +417,7 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		args[1] = PointerGetDatum(
 			construct_array(reasons, npark, TEXTOID, -1, false, TYPALIGN_INT));
-		schedq_execute(
-			schedq_plan(
-				&plan_park,
-				"UPDATE schedq.task t SET parked = true, parked_on = p.reason"
-				" FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
-				" WHERE t.id = p.id AND t.status = 'pending'",
-				2, (Oid[]){ INT8ARRAYOID, TEXTARRAYOID }),
-			args, NULL, 0, SPI_OK_UPDATE);
+		schedq_run(&q_park, args, NULL, 0, SPI_OK_UPDATE);
 	}
 	hash_destroy(keys);
 	return done;
@@ -508,8 +444,8 @@ schedq_promote_pass(TimestampTz now, bool *more)
 	if (promoted > 0)
 	{
 		schedq_count(METRIC_TASKS_PROMOTED, promoted);
-		pg_atomic_write_u64(&schedq_shared->metrics[METRIC_SCHEDULER_LAG_MS],
-							(uint64) Max(0, (now - oldest) / 1000));
+		schedq_metric_set(METRIC_SCHEDULER_LAG_MS,
+						  (uint64) Max(0, (now - oldest) / 1000));
 	}
 	return promoted;
 }
@@ -527,12 +463,7 @@ schedq_next_due(TimestampTz now)
 	bool  isnull;
 	Datum next;
 
-	schedq_execute(
-		schedq_plan(&plan_next_due,
-					"SELECT min(run_at) FROM schedq.task"
-					" WHERE status = 'pending' AND NOT parked AND run_at > $1",
-					1, (Oid[]){ TIMESTAMPTZOID }),
-		&value, NULL, 0, SPI_OK_SELECT);
+	schedq_run(&q_next_due, &value, NULL, 0, SPI_OK_SELECT);
 	next =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
@@ -569,77 +500,4 @@ schedq_promote_once(PG_FUNCTION_ARGS)
 	promoted = schedq_promote_pass(PG_GETARG_TIMESTAMPTZ(0), &more);
 	schedq_call_end(&call);
 	PG_RETURN_INT32(promoted);
-}
-
-PG_FUNCTION_INFO_V1(schedq_task_event_trigger);
-
-/*
- * The status trigger of schedq.task, for a task that holds a key, has
- * dependents or belongs to a run (the WHEN clause), when it leaves
- * 'available'/'running' for another status:
- *	- When it held a lock_key or a concurrency_key, or others depend on it,
- *	  record a gate event and wake the scheduler after commit.
- *	- When it ended and belongs to a run, apply the run's failure policy
- *	  and finish the run if it was the last (run.c).
- */
-Datum
-schedq_task_event_trigger(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	 desc;
-	HeapTuple	 oldtup;
-	HeapTuple	 newtup;
-	Datum		 values[3];
-	char		 nulls[3];
-	bool		 isnull;
-	bool		 has_dependents;
-	Datum		 task_id;
-	Datum		 run_id;
-	bool		 in_run;
-	char		*status;
-	char		*old_status;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "schedq._task_event() must be called as a trigger");
-
-	desc = trigdata->tg_relation->rd_att;
-	oldtup = trigdata->tg_trigtuple;
-	newtup = trigdata->tg_newtuple;
-	status = SPI_getvalue(newtup, desc, SPI_fnumber(desc, "status"));
-	old_status = SPI_getvalue(oldtup, desc, SPI_fnumber(desc, "status"));
-	if (strcmp(status, old_status) == 0 || strcmp(status, "available") == 0 ||
-		strcmp(status, "running") == 0)
-		return PointerGetDatum(NULL);
-
-	task_id = heap_getattr(oldtup, SPI_fnumber(desc, "id"), desc, &isnull);
-	values[0] =
-		heap_getattr(oldtup, SPI_fnumber(desc, "lock_key"), desc, &isnull);
-	nulls[0] = isnull ? 'n' : ' ';
-	values[1] = heap_getattr(oldtup, SPI_fnumber(desc, "concurrency_key"), desc,
-							 &isnull);
-	nulls[1] = isnull ? 'n' : ' ';
-	has_dependents =
-		DatumGetBool(heap_getattr(oldtup, SPI_fnumber(desc, "has_dependents"),
-								  desc, &isnull));
-	values[2] = task_id;
-	nulls[2] = has_dependents ? ' ' : 'n';
-	run_id = heap_getattr(newtup, SPI_fnumber(desc, "run_id"), desc, &isnull);
-	in_run = !isnull;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (nulls[0] == ' ' || nulls[1] == ' ' || has_dependents)
-	{
-		schedq_execute(schedq_plan(&plan_gate_event,
-								   "INSERT INTO schedq.gate_event"
-								   " (lock_key, concurrency_key, task_id)"
-								   " VALUES ($1, $2, $3)",
-								   3, (Oid[]){ TEXTOID, TEXTOID, INT8OID }),
-					   values, nulls, 0, SPI_OK_INSERT);
-		schedq_wake_scheduler_at_commit();
-	}
-	if (in_run && strcmp(status, "pending") != 0)
-		schedq_run_task_ended(run_id, task_id, status);
-	SPI_finish();
-	return PointerGetDatum(NULL);
 }

@@ -13,43 +13,45 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
-#include "scheduler.h"
-#include "shmem.h"
-#include "wake.h"
+#include "attempt.h"
+#include "call.h"
+#include "executor.h"
+#include "metrics.h"
+#include "plan.h"
+#include "reaper.h"
+#include "run.h"
+#include "settings.h"
+#include "task.h"
 
-static SPIPlanPtr plan_expired = NULL;
-static SPIPlanPtr plan_retention = NULL;
-static SPIPlanPtr plan_extend = NULL;
+/* How many tasks one pass handles in one batch. */
+#define REAP_BATCH			500
+#define REAP_BATCH_SQL		CppAsString2(REAP_BATCH)
+#define RETENTION_BATCH		1000
+#define RETENTION_BATCH_SQL CppAsString2(RETENTION_BATCH)
 
-/*
- * Is a live built-in executor of this database running this attempt?
- */
-static bool
-reap_held_by_executor(int64 id, int32 attempt)
-{
-	bool held = false;
-
-	LWLockAcquire(schedq_shared->lock, LW_SHARED);
-	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS && !held; i++)
-	{
-		SchedqExecutor *e = &schedq_shared->executors[i];
-
-		held = e->dboid == MyDatabaseId && e->pid != 0 && e->task_id == id &&
-			   e->attempt == attempt && kill(e->pid, 0) == 0;
-	}
-	LWLockRelease(schedq_shared->lock);
-	return held;
-}
+static SchedqQuery q_expired =
+	SCHEDQ_QUERY("SELECT id, attempts, deadline <= $1 FROM schedq.task"
+				 " WHERE status = 'running' AND lease_expires_at < $1"
+				 " ORDER BY lease_expires_at LIMIT " REAP_BATCH_SQL
+				 " FOR UPDATE SKIP LOCKED",
+				 TIMESTAMPTZOID);
+static SchedqQuery q_extend = SCHEDQ_QUERY(
+	"UPDATE schedq.task SET lease_expires_at = least($3 + lease, deadline)"
+	" WHERE id = $1 AND attempts = $2 AND status = 'running'",
+	INT8OID, INT4OID, TIMESTAMPTZOID);
+static SchedqQuery q_retention =
+	SCHEDQ_QUERY("DELETE FROM schedq.task WHERE id IN ("
+				 "  SELECT id FROM schedq.task"
+				 "  WHERE status IN " TASK_FINISHED_SQL
+				 "    AND finished_at < $1"
+				 "  ORDER BY finished_at LIMIT " RETENTION_BATCH_SQL
+				 "  FOR UPDATE SKIP LOCKED)",
+				 TIMESTAMPTZOID);
 
 /*
  * One reaper pass at time `now`.  Returns how many attempts it took back;
@@ -65,14 +67,7 @@ schedq_reap_pass(TimestampTz now, bool *more)
 	int			   n;
 	int			   reaped = 0;
 
-	n = schedq_execute(
-		schedq_plan(&plan_expired,
-					"SELECT id, attempts, deadline <= $1 FROM schedq.task"
-					" WHERE status = 'running' AND lease_expires_at < $1"
-					" ORDER BY lease_expires_at LIMIT " CppAsString2(
-						REAP_BATCH) " FOR UPDATE SKIP LOCKED",
-					1, (Oid[]){ TIMESTAMPTZOID }),
-		&value, NULL, 0, SPI_OK_SELECT);
+	n = schedq_run(&q_expired, &value, NULL, 0, SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	if (n == REAP_BATCH)
 		*more = true;
@@ -87,30 +82,22 @@ schedq_reap_pass(TimestampTz now, bool *more)
 			SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull));
 
 		timed_out = timed_out && !isnull;
-		if (!timed_out && reap_held_by_executor(id, attempt))
+		if (!timed_out && schedq_executor_runs(id, attempt))
 		{
 			/* a live executor is still running it: not a lost lease */
 			Datum args[3] = { Int64GetDatum(id), Int32GetDatum(attempt),
 							  value };
 
-			schedq_execute(
-				schedq_plan(
-					&plan_extend,
-					"UPDATE schedq.task"
-					" SET lease_expires_at = least($3 + lease, deadline)"
-					" WHERE id = $1 AND attempts = $2 AND status = 'running'",
-					3, (Oid[]){ INT8OID, INT4OID, TIMESTAMPTZOID }),
-				args, NULL, 0, SPI_OK_UPDATE);
+			schedq_run(&q_extend, args, NULL, 0, SPI_OK_UPDATE);
 			continue;
 		}
-		if (strcmp(schedq_fail_attempt(id, attempt,
-									   timed_out ? "timeout" : "lease expired",
-									   -1, false),
-				   "stale") == 0)
+		if (schedq_fail_attempt(id, attempt,
+								timed_out ? "timeout" : "lease expired", -1,
+								false) == FAIL_STALE)
 			continue;
 		/* an executor still at it (past its deadline) stops */
 		if (timed_out)
-			schedq_cancel_executor_at_commit(id);
+			schedq_executor_cancel_at_commit(id);
 		reaped++;
 		schedq_count(timed_out ? METRIC_TASK_TIMEOUTS :
 								 METRIC_LEASE_EXPIRATIONS,
@@ -123,17 +110,8 @@ schedq_reap_pass(TimestampTz now, bool *more)
 	{
 		value = TimestampTzGetDatum(now -
 									(int64) schedq_retention_s * USECS_PER_SEC);
-		if (schedq_execute(
-				schedq_plan(
-					&plan_retention,
-					"DELETE FROM schedq.task WHERE id IN ("
-					"  SELECT id FROM schedq.task"
-					"  WHERE status IN ('done', 'failed', 'canceled', 'skipped')"
-					"    AND finished_at < $1"
-					"  ORDER BY finished_at LIMIT " CppAsString2(
-						RETENTION_BATCH) "  FOR UPDATE SKIP LOCKED)",
-					1, (Oid[]){ TIMESTAMPTZOID }),
-				&value, NULL, 0, SPI_OK_DELETE) == RETENTION_BATCH)
+		if (schedq_run(&q_retention, &value, NULL, 0, SPI_OK_DELETE) ==
+			RETENTION_BATCH)
 			*more = true;
 	}
 	return reaped;

@@ -5,7 +5,7 @@
  *	  sweep for runs left running.
  *
  * A task of a run that ends fires the status trigger of schedq.task
- * (schedq._task_event(), promote.c), which calls schedq_run_task_ended():
+ * (schedq._task_event(), triggers.c), which calls schedq_run_task_ended():
  *	- locks the run row, so the ends of a run's tasks are judged one at a
  *	  time, each seeing the others' committed states;
  *	- when the task failed for good or was canceled: under 'halt' cancels
@@ -28,20 +28,69 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 
-#include "schedq.h"
-#include "scheduler.h"
-#include "shmem.h"
-#include "wake.h"
+#include "call.h"
+#include "executor.h"
+#include "metrics.h"
+#include "plan.h"
+#include "run.h"
+#include "task.h"
 
-static SPIPlanPtr plan_create = NULL;
-static SPIPlanPtr plan_lock_run = NULL;
-static SPIPlanPtr plan_mark_failure = NULL;
-static SPIPlanPtr plan_skip = NULL;
-static SPIPlanPtr plan_any_live = NULL;
-static SPIPlanPtr plan_finish = NULL;
-static SPIPlanPtr plan_cancel_run = NULL;
-static SPIPlanPtr plan_cancel_tasks = NULL;
-static SPIPlanPtr plan_orphans = NULL;
+static SchedqQuery q_create =
+	SCHEDQ_QUERY("INSERT INTO schedq.run (name, failure_policy, owner)"
+				 " VALUES ($1, $2, $3::regrole) RETURNING id",
+				 TEXTOID, TEXTOID, OIDOID);
+static SchedqQuery q_lock_run =
+	SCHEDQ_QUERY("SELECT status, failure_policy, owner::oid FROM schedq.run"
+				 " WHERE id = $1 FOR UPDATE",
+				 INT8OID);
+static SchedqQuery q_mark_failure =
+	SCHEDQ_QUERY("UPDATE schedq.run SET had_failure = true"
+				 " WHERE id = $1 AND NOT had_failure",
+				 INT8OID);
+static SchedqQuery q_skip =
+	SCHEDQ_QUERY("WITH RECURSIVE d(id) AS ("
+				 "  SELECT t.id FROM schedq.task t"
+				 "  WHERE t.depends_on @> ARRAY[$2::bigint]"
+				 "    AND t.depends_on <> '{}' AND t.run_id = $1"
+				 "  UNION"
+				 "  SELECT t.id FROM d, schedq.task t"
+				 "  WHERE t.depends_on @> ARRAY[d.id]"
+				 "    AND t.depends_on <> '{}' AND t.run_id = $1)"
+				 " UPDATE schedq.task SET status = 'skipped',"
+				 "   finished_at = now()"
+				 " WHERE id IN (SELECT id FROM d)"
+				 "   AND status IN " TASK_LIVE_SQL,
+				 INT8OID, INT8OID);
+static SchedqQuery q_any_live =
+	SCHEDQ_QUERY("SELECT FROM schedq.task WHERE run_id = $1"
+				 " AND status IN " TASK_LIVE_SQL " LIMIT 1",
+				 INT8OID);
+static SchedqQuery q_finish =
+	SCHEDQ_QUERY("UPDATE schedq.run SET finished_at = now(),"
+				 " status = CASE WHEN had_failure THEN 'failed' ELSE 'done' END"
+				 " WHERE id = $1 AND status = 'running'",
+				 INT8OID);
+static SchedqQuery q_cancel_run =
+	SCHEDQ_QUERY("UPDATE schedq.run SET status = 'canceled',"
+				 " finished_at = now() WHERE id = $1",
+				 INT8OID);
+static SchedqQuery q_cancel_tasks =
+	SCHEDQ_QUERY("UPDATE schedq.task t SET status = 'canceled',"
+				 "  finished_at = now()"
+				 " FROM (SELECT id, status FROM schedq.task"
+				 "       WHERE run_id = $1"
+				 "         AND status IN " TASK_LIVE_SQL "       FOR UPDATE) o"
+				 " WHERE t.id = o.id"
+				 " RETURNING t.id, o.status = 'running'",
+				 INT8OID);
+static SchedqQuery q_orphans = SCHEDQ_QUERY0(
+	"UPDATE schedq.run r SET finished_at = now(),"
+	" status = CASE WHEN r.had_failure THEN 'failed' ELSE 'done' END"
+	" WHERE r.id IN (SELECT o.id FROM schedq.run o"
+	"   WHERE o.status = 'running' AND o.has_tasks"
+	"     AND NOT EXISTS (SELECT FROM schedq.task t WHERE t.run_id = o.id"
+	"       AND t.status IN " TASK_LIVE_SQL ")"
+	"   LIMIT 100 FOR UPDATE SKIP LOCKED)");
 
 /*
  * Note every task a statement canceled that was running, so that an
@@ -58,7 +107,7 @@ run_note_canceled(int n)
 									   SPI_tuptable->tupdesc, 2, &isnull));
 
 		if (was_running)
-			schedq_cancel_executor_at_commit(DatumGetInt64(
+			schedq_executor_cancel_at_commit(DatumGetInt64(
 				SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
 							  &isnull)));
 	}
@@ -71,18 +120,8 @@ run_note_canceled(int n)
 static void
 run_cancel_live_tasks(Datum run_id)
 {
-	run_note_canceled(schedq_execute(
-		schedq_plan(&plan_cancel_tasks,
-					"UPDATE schedq.task t SET status = 'canceled',"
-					"  finished_at = now()"
-					" FROM (SELECT id, status FROM schedq.task"
-					"       WHERE run_id = $1"
-					"         AND status IN ('pending', 'available', 'running')"
-					"       FOR UPDATE) o"
-					" WHERE t.id = o.id"
-					" RETURNING t.id, o.status = 'running'",
-					1, (Oid[]){ INT8OID }),
-		&run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+	run_note_canceled(
+		schedq_run(&q_cancel_tasks, &run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
 }
 
 PG_FUNCTION_INFO_V1(schedq_create_run);
@@ -113,12 +152,7 @@ schedq_create_run(PG_FUNCTION_ARGS)
 
 	schedq_call_begin(&call);
 	values[2] = ObjectIdGetDatum(call.caller);
-	schedq_execute(
-		schedq_plan(&plan_create,
-					"INSERT INTO schedq.run (name, failure_policy, owner)"
-					" VALUES ($1, $2, $3::regrole) RETURNING id",
-					3, (Oid[]){ TEXTOID, TEXTOID, OIDOID }),
-		values, nulls, 0, SPI_OK_INSERT_RETURNING);
+	schedq_run(&q_create, values, nulls, 0, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 									 SPI_tuptable->tupdesc, 1, &isnull));
 	schedq_call_end(&call);
@@ -145,13 +179,7 @@ schedq_cancel_run(PG_FUNCTION_ARGS)
 	id = PG_GETARG_DATUM(0);
 
 	schedq_call_begin(&call);
-	if (schedq_execute(
-			schedq_plan(
-				&plan_lock_run,
-				"SELECT status, failure_policy, owner::oid FROM schedq.run"
-				" WHERE id = $1 FOR UPDATE",
-				1, (Oid[]){ INT8OID }),
-			&id, NULL, 0, SPI_OK_SELECT) > 0)
+	if (schedq_run(&q_lock_run, &id, NULL, 0, SPI_OK_SELECT) > 0)
 	{
 		Oid owner =
 			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
@@ -165,12 +193,7 @@ schedq_cancel_run(PG_FUNCTION_ARGS)
 								1),
 				   "running") == 0)
 		{
-			schedq_execute(
-				schedq_plan(&plan_cancel_run,
-							"UPDATE schedq.run SET status = 'canceled',"
-							" finished_at = now() WHERE id = $1",
-							1, (Oid[]){ INT8OID }),
-				&id, NULL, 0, SPI_OK_UPDATE);
+			schedq_run(&q_cancel_run, &id, NULL, 0, SPI_OK_UPDATE);
 			run_cancel_live_tasks(id);
 			schedq_count(METRIC_RUNS_FINISHED, 1);
 			canceled = true;
@@ -186,53 +209,30 @@ schedq_cancel_run(PG_FUNCTION_ARGS)
 static void
 run_finish_if_done(Datum run_id)
 {
-	if (schedq_execute(
-			schedq_plan(
-				&plan_any_live,
-				"SELECT FROM schedq.task WHERE run_id = $1"
-				" AND status IN ('pending', 'available', 'running') LIMIT 1",
-				1, (Oid[]){ INT8OID }),
-			&run_id, NULL, 1, SPI_OK_SELECT) > 0)
+	if (schedq_run(&q_any_live, &run_id, NULL, 1, SPI_OK_SELECT) > 0)
 		return;
-	if (schedq_execute(
-			schedq_plan(
-				&plan_finish,
-				"UPDATE schedq.run SET finished_at = now(),"
-				" status = CASE WHEN had_failure THEN 'failed' ELSE 'done' END"
-				" WHERE id = $1 AND status = 'running'",
-				1, (Oid[]){ INT8OID }),
-			&run_id, NULL, 0, SPI_OK_UPDATE) > 0)
+	if (schedq_run(&q_finish, &run_id, NULL, 0, SPI_OK_UPDATE) > 0)
 		schedq_count(METRIC_RUNS_FINISHED, 1);
 }
 
 /*
  * A task of run run_id ended with the given status (the status trigger,
- * promote.c, calls this inside its SPI connection).  See the file header.
+ * triggers.c, calls this inside its SPI connection).  See the file header.
  */
 void
-schedq_run_task_ended(Datum run_id, Datum task_id, const char *status)
+schedq_run_task_ended(Datum run_id, Datum task_id, SchedqTaskStatus status)
 {
 	char *policy;
 
-	if (schedq_execute(
-			schedq_plan(
-				&plan_lock_run,
-				"SELECT status, failure_policy, owner::oid FROM schedq.run"
-				" WHERE id = $1 FOR UPDATE",
-				1, (Oid[]){ INT8OID }),
-			&run_id, NULL, 0, SPI_OK_SELECT) == 0 ||
+	if (schedq_run(&q_lock_run, &run_id, NULL, 0, SPI_OK_SELECT) == 0 ||
 		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 			   "running") != 0)
 		return;
 	policy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 
-	if (strcmp(status, "done") != 0)
-		schedq_execute(schedq_plan(&plan_mark_failure,
-								   "UPDATE schedq.run SET had_failure = true"
-								   " WHERE id = $1 AND NOT had_failure",
-								   1, (Oid[]){ INT8OID }),
-					   &run_id, NULL, 0, SPI_OK_UPDATE);
-	if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
+	if (status != TASK_DONE)
+		schedq_run(&q_mark_failure, &run_id, NULL, 0, SPI_OK_UPDATE);
+	if (status == TASK_FAILED || status == TASK_CANCELED)
 	{
 		if (strcmp(policy, "halt") == 0)
 			run_cancel_live_tasks(run_id);
@@ -241,23 +241,7 @@ schedq_run_task_ended(Datum run_id, Datum task_id, const char *status)
 			Datum values[2] = { run_id, task_id };
 
 			/* the transitive dependents, through the GIN index */
-			schedq_execute(
-				schedq_plan(
-					&plan_skip,
-					"WITH RECURSIVE d(id) AS ("
-					"  SELECT t.id FROM schedq.task t"
-					"  WHERE t.depends_on @> ARRAY[$2::bigint]"
-					"    AND t.depends_on <> '{}' AND t.run_id = $1"
-					"  UNION"
-					"  SELECT t.id FROM d, schedq.task t"
-					"  WHERE t.depends_on @> ARRAY[d.id]"
-					"    AND t.depends_on <> '{}' AND t.run_id = $1)"
-					" UPDATE schedq.task SET status = 'skipped',"
-					"   finished_at = now()"
-					" WHERE id IN (SELECT id FROM d)"
-					"   AND status IN ('pending', 'available', 'running')",
-					2, (Oid[]){ INT8OID, INT8OID }),
-				values, NULL, 0, SPI_OK_UPDATE);
+			schedq_run(&q_skip, values, NULL, 0, SPI_OK_UPDATE);
 		}
 	}
 	run_finish_if_done(run_id);
@@ -272,18 +256,7 @@ schedq_reap_runs(void)
 {
 	int n;
 
-	n = schedq_execute(
-		schedq_plan(
-			&plan_orphans,
-			"UPDATE schedq.run r SET finished_at = now(),"
-			" status = CASE WHEN r.had_failure THEN 'failed' ELSE 'done' END"
-			" WHERE r.id IN (SELECT o.id FROM schedq.run o"
-			"   WHERE o.status = 'running' AND o.has_tasks"
-			"     AND NOT EXISTS (SELECT FROM schedq.task t WHERE t.run_id = o.id"
-			"       AND t.status IN ('pending', 'available', 'running'))"
-			"   LIMIT 100 FOR UPDATE SKIP LOCKED)",
-			0, NULL),
-		NULL, NULL, 0, SPI_OK_UPDATE);
+	n = schedq_run(&q_orphans, NULL, NULL, 0, SPI_OK_UPDATE);
 	schedq_count(METRIC_ORPHAN_RUNS_REAPED, n);
 	schedq_count(METRIC_RUNS_FINISHED, n);
 	return n;

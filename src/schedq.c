@@ -1,103 +1,53 @@
 /*-------------------------------------------------------------------------
  * schedq.c
- *	  Library entry point: module magic, GUCs and hook installation.
+ *	  Library entry point: module magic, and what _PG_init sets up.
  *
  * schedq must be in shared_preload_libraries: its shared memory and its
  * background workers can only be set up by the postmaster.  Loaded any
- * other way, it still defines its GUCs so that postgresql.conf entries
+ * other way, it still defines its settings so that postgresql.conf entries
  * are valid, and every SQL function that needs shared memory says so.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "utils/guc.h"
 
-#include "schedq.h"
-#include "scheduler.h"
+#include "call.h"
+#include "executor.h"
+#include "floor.h"
+#include "launcher.h"
+#include "metrics.h"
+#include "settings.h"
 #include "shmem.h"
+#include "utility.h"
+#include "wake.h"
+#include "xact.h"
 
 PG_MODULE_MAGIC;
-
-bool schedq_enabled = true;
-int	 schedq_promote_interval_ms = 1000;
-int	 schedq_reaper_interval_ms = 1000;
-int	 schedq_default_lease_s = 30;
-int	 schedq_sql_workers = 2;
-int	 schedq_retention_s = 7 * 24 * 3600;
-int	 schedq_max_payload_bytes = 1024 * 1024;
-int	 schedq_claim_floor_interval_ms = 10;
 
 void _PG_init(void);
 
 /*
- * Define the GUCs and, when preloading, install the shared memory hooks.
+ * Define the settings and, when preloading, add each module's part of
+ * shared memory, install the hooks and register the launcher.
  */
 void
 _PG_init(void)
 {
-	DefineCustomBoolVariable("schedq.enabled",
-							 "Whether schedq's background workers act.", NULL,
-							 &schedq_enabled, true, PGC_SIGHUP, 0, NULL, NULL,
-							 NULL);
-	DefineCustomIntVariable(
-		"schedq.promote_interval",
-		"Longest the scheduler sleeps between promotion passes.",
-		"Submits and due times wake the scheduler at once; this is only a fallback.",
-		&schedq_promote_interval_ms, 1000, 10, 3600 * 1000, PGC_SIGHUP,
-		GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.reaper_interval",
-							"Time between passes of the reaper.", NULL,
-							&schedq_reaper_interval_ms, 1000, 10, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.default_lease",
-							"Lease given by a claim that names none.", NULL,
-							&schedq_default_lease_s, 30, 1, INT_MAX / 1000,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.sql_workers",
-							"Built-in SQL executors per database.", NULL,
-							&schedq_sql_workers, 2, 0, 64, PGC_SIGHUP, 0, NULL,
-							NULL, NULL);
-	DefineCustomIntVariable(
-		"schedq.retention",
-		"How long finished tasks are kept; -1 keeps them forever.", NULL,
-		&schedq_retention_s, 7 * 24 * 3600, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_S,
-		NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.max_payload",
-							"Largest payload a task may carry.", NULL,
-							&schedq_max_payload_bytes, 1024 * 1024, 0,
-							1024 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE, NULL,
-							NULL, NULL);
-	DefineCustomIntVariable(
-		"schedq.claim_floor_interval",
-		"How often a claim moves the claim floor up to the first available task.",
-		"-1 turns the floor off: every claim starts at the head of the "
-		"available tasks.",
-		&schedq_claim_floor_interval_ms, 10, -1, 3600 * 1000, PGC_SUSET,
-		GUC_UNIT_MS, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("schedq");
-
+	schedq_settings_define();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	schedq_metrics_init();
+	schedq_xact_init();
+	schedq_floor_init();
+	schedq_wake_init();
+	schedq_executor_init();
 	schedq_shmem_install_hooks();
-	schedq_install_utility_hook();
-	schedq_install_planner_hook();
-	if (!IsBinaryUpgrade)
-		schedq_register_launcher();
-}
 
-/*
- * Raise an error unless the library was preloaded, so that a function that
- * needs shared memory fails clearly instead of silently doing less.
- */
-void
-schedq_require_preloaded(void)
-{
-	if (schedq_shared == NULL)
-		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("schedq must be loaded via shared_preload_libraries"));
+	schedq_call_init();
+	schedq_utility_init();
+	if (!IsBinaryUpgrade)
+		schedq_launcher_register();
 }

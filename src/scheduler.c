@@ -1,20 +1,22 @@
 /*-------------------------------------------------------------------------
  * scheduler.c
  *	  The per-database scheduler: one background worker per database with
- *	  schedq installed, started by the launcher.
+ *	  schedq installed, started by the launcher; and
+ *	  schedq.scheduler_status(), which shows what each is doing.
  *
- * Each iteration is one transaction (the bracket of STYLE §4): check that
+ * Each iteration is one transaction (worker.c's bracket): check that
  * schedq is still installed (exit for good if not), run the periodic pass
  * (due ticks fire first: they are the most time-sensitive), a promotion
  * pass, a reaper pass when one is due, and find the next due time.  Then
  * sleep on the latch until the earliest of: the next pending run_at, the
  * next periodic tick, the next reaper pass, schedq.promote_interval (the
- * fallback).  Commits that
- * create work set the latch (wake.c), so a submit is promoted at once and
- * a task due in a second is promoted within milliseconds of its run_at.
+ * fallback).  Commits that create work set the latch (wake.c), so a
+ * submit is promoted at once and a task due in a second is promoted
+ * within milliseconds of its run_at.  Between iterations it keeps the
+ * database's SQL executors at strength (executor.c).
  *
- * Only one scheduler acts per database: it holds a session-level advisory
- * lock for its lifetime, and a second one exits.  An ERROR ends the worker
+ * Only one scheduler acts per database: it holds a session-level lock
+ * (worker.h) for its lifetime, and a second one exits.  An ERROR ends the worker
  * (exit 1) and the launcher starts it again; every pass is idempotent.
  *-------------------------------------------------------------------------
  */
@@ -26,6 +28,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "funcapi.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -33,77 +36,29 @@
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
+#include "compat.h"
+#include "executor.h"
+#include "periodic.h"
+#include "promote.h"
+#include "reaper.h"
 #include "scheduler.h"
+#include "settings.h"
 #include "shmem.h"
-
-#define SCHEDQ_LOCK_CLASS	  0x53510000
-#define SCHEDQ_LOCK_SCHEDULER 3
+#include "worker.h"
 
 static SchedqDatabase *scheduler_slot = NULL;
 
-/* The SQL executors this scheduler keeps running (executor.c). */
-#define SCHEDULER_MAX_EXECUTORS 64
-static BackgroundWorkerHandle *executor_handles[SCHEDULER_MAX_EXECUTORS];
-static TimestampTz			   executor_stopped_at[SCHEDULER_MAX_EXECUTORS];
-
-/*
- * Keep schedq.sql_workers executors running: start missing ones (one
- * second after one stopped), stop extra ones after a reload lowered it.
- */
-static void
-scheduler_keep_executors(void)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int			want = Min(schedq_sql_workers, SCHEDULER_MAX_EXECUTORS);
-
-	for (int i = 0; i < SCHEDULER_MAX_EXECUTORS; i++)
-	{
-		pid_t pid;
-
-		if (executor_handles[i] != NULL &&
-			GetBackgroundWorkerPid(executor_handles[i], &pid) == BGWH_STOPPED)
-		{
-			pfree(executor_handles[i]);
-			executor_handles[i] = NULL;
-			executor_stopped_at[i] = now;
-		}
-		if (i >= want && executor_handles[i] != NULL)
-			TerminateBackgroundWorker(executor_handles[i]);
-		if (i < want && executor_handles[i] == NULL &&
-			now >= executor_stopped_at[i] + USECS_PER_SEC)
-		{
-			BackgroundWorker worker = { 0 };
-			MemoryContext	 old = MemoryContextSwitchTo(TopMemoryContext);
-
-			worker.bgw_flags =
-				BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-			worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-			worker.bgw_restart_time = BGW_NEVER_RESTART; /* we restart it */
-			strlcpy(worker.bgw_library_name, "schedq", BGW_MAXLEN);
-			strlcpy(worker.bgw_function_name, "schedq_executor_main",
-					BGW_MAXLEN);
-			snprintf(worker.bgw_name, BGW_MAXLEN,
-					 "schedq sql executor %d for database %u", i + 1,
-					 MyDatabaseId);
-			strlcpy(worker.bgw_type, "schedq sql executor", BGW_MAXLEN);
-			worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
-			memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
-			worker.bgw_notify_pid = MyProcPid;
-			if (!RegisterDynamicBackgroundWorker(&worker, &executor_handles[i]))
-			{
-				executor_handles[i] = NULL;
-				executor_stopped_at[i] = now;
-			}
-			MemoryContextSwitchTo(old);
-		}
-	}
-}
+static const char *const scheduler_state_names[] = {
+	[SCHEDULER_NONE] = "stopped",	 [SCHEDULER_STARTING] = "starting",
+	[SCHEDULER_IDLE] = "idle",		 [SCHEDULER_PROMOTING] = "promoting",
+	[SCHEDULER_REAPING] = "reaping", [SCHEDULER_DISABLED] = "disabled",
+};
 
 static void
 scheduler_set_state(SchedqSchedulerState state)
@@ -130,9 +85,6 @@ scheduler_exit(int code, Datum arg)
 	LWLockRelease(schedq_shared->lock);
 }
 
-/*
- * Open the transaction of one iteration.
- */
 /*
  * Leave for good: schedq is not installed in this database (any more).
  * The launcher starts a scheduler here again only after CREATE EXTENSION.
@@ -178,8 +130,7 @@ schedq_scheduler_main(Datum main_arg)
 					   SCHEDQ_MAX_DATABASES));
 
 	/* One scheduler per database: a second one leaves at once. */
-	SET_LOCKTAG_ADVISORY(tag, dboid, SCHEDQ_LOCK_CLASS, SCHEDQ_LOCK_SCHEDULER,
-						 2);
+	schedq_lock_tag(&tag, SCHEDQ_LOCK_SCHEDULER);
 	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 	{
 		ereport(
@@ -247,14 +198,14 @@ schedq_scheduler_main(Datum main_arg)
 			scheduler_set_state(SCHEDULER_DISABLED);
 		MemoryContextSwitchTo(loop_cxt);
 		MemoryContextReset(loop_cxt);
-		scheduler_keep_executors();
+		schedq_executors_keep();
 
 		/* round up: waking a little early would find nothing due yet */
 		timeout_ms =
 			more ? 0 : Max(1, (wake - GetCurrentTimestamp() + 999) / 1000);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 timeout_ms, PG_WAIT_EXTENSION);
+						 timeout_ms, SCHEDQ_WAIT_EVENT("SchedqSchedulerMain"));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -263,4 +214,43 @@ schedq_scheduler_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 	}
+}
+
+PG_FUNCTION_INFO_V1(schedq_scheduler_status);
+
+/*
+ * schedq.scheduler_status(): one row per database with a scheduler.
+ */
+Datum
+schedq_scheduler_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedqDatabase copy[SCHEDQ_MAX_DATABASES];
+
+	schedq_require_preloaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	memcpy(copy, schedq_shared->databases, sizeof(copy));
+	LWLockRelease(schedq_shared->lock);
+
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+	{
+		Datum values[4];
+		bool  nulls[4] = { false, false, false, false };
+		char *datname;
+
+		if (copy[i].dboid == InvalidOid || copy[i].pid == 0)
+			continue;
+		datname = get_database_name(copy[i].dboid);
+		if (datname == NULL)
+			continue;
+		values[0] = DirectFunctionCall1(namein, CStringGetDatum(datname));
+		values[1] = Int32GetDatum(copy[i].pid);
+		values[2] = CStringGetTextDatum(scheduler_state_names[copy[i].state]);
+		values[3] = TimestampTzGetDatum(copy[i].last_tick);
+		nulls[3] = copy[i].last_tick == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

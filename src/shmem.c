@@ -2,9 +2,11 @@
  * shmem.c
  *	  Request and attach schedq's shared memory.
  *
- * The state is one fixed-size struct (see shmem.h for what protects what),
- * requested from shmem_request_hook and initialised under
- * AddinShmemInitLock by the first process that attaches.
+ * Each module that keeps state in shared memory adds its part from
+ * _PG_init (schedq_shmem_add); this file requests them all from
+ * shmem_request_hook and attaches them, by name, under AddinShmemInitLock
+ * from shmem_startup_hook.  The first process to attach zeroes a part and
+ * runs its init function.  The core part (shmem.h) is added here.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -14,40 +16,48 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "schedq.h"
 #include "shmem.h"
 
-SchedqSharedState *schedq_shared = NULL;
+#define SHMEM_MAX_PARTS 8
 
-const char *const schedq_metric_names[SCHEDQ_NUM_METRICS] = {
-	[METRIC_TASKS_SUBMITTED] = "tasks_submitted",
-	[METRIC_TASKS_PROMOTED] = "tasks_promoted",
-	[METRIC_TASKS_CLAIMED] = "tasks_claimed",
-	[METRIC_CLAIM_CONTENTION] = "claim_contention",
-	[METRIC_CLAIM_WAKEUPS] = "claim_wakeups",
-	[METRIC_TASKS_COMPLETED] = "tasks_completed",
-	[METRIC_TASKS_FAILED] = "tasks_failed",
-	[METRIC_TASKS_RETRIED] = "tasks_retried",
-	[METRIC_LEASE_EXPIRATIONS] = "lease_expirations",
-	[METRIC_TASK_TIMEOUTS] = "task_timeouts",
-	[METRIC_PERIODIC_FIRED] = "periodic_fired",
-	[METRIC_PERIODIC_SKIPPED_OVERLAP] = "periodic_skipped_overlap",
-	[METRIC_RUNS_FINISHED] = "runs_finished",
-	[METRIC_ORPHAN_RUNS_REAPED] = "orphan_runs_reaped",
-	[METRIC_SCHEDULER_LAG_MS] = "scheduler_lag_ms",
-};
+typedef struct ShmemPart
+{
+	const char	   *name;
+	SchedqShmemSize size;
+	void		  **ptr;
+	SchedqShmemInit init;
+} ShmemPart;
+
+SchedqShared *schedq_shared = NULL;
+
+static ShmemPart shmem_parts[SHMEM_MAX_PARTS];
+static int		 shmem_nparts = 0;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /*
- * Ask the postmaster for our share of shared memory.
+ * Add a module's part.  Called from _PG_init while preloading.
  */
-static Size
-shmem_size(void)
+void
+schedq_shmem_add(const char *name, SchedqShmemSize size, void **ptr,
+				 SchedqShmemInit init)
 {
-	return add_size(offsetof(SchedqSharedState, waiters),
-					mul_size(MaxBackends, sizeof(SchedqWaiter)));
+	if (shmem_nparts >= SHMEM_MAX_PARTS)
+		elog(ERROR, "too many schedq shared memory parts");
+	shmem_parts[shmem_nparts++] = (ShmemPart){ name, size, ptr, init };
+}
+
+static Size
+shmem_core_size(void)
+{
+	return sizeof(SchedqShared);
+}
+
+static void
+shmem_core_init(void *part)
+{
+	((SchedqShared *) part)->lock = &(GetNamedLWLockTranche("schedq"))->lock;
 }
 
 static void
@@ -55,52 +65,60 @@ shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(shmem_size()));
+	for (int i = 0; i < shmem_nparts; i++)
+		RequestAddinShmemSpace(MAXALIGN(shmem_parts[i].size()));
 	RequestNamedLWLockTranche("schedq", 1);
 }
 
-/*
- * Attach to the shared state, creating and initialising it if this is the
- * first process to get here.
- */
 static void
 shmem_startup(void)
 {
-	bool found;
-
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	schedq_shared = ShmemInitStruct("schedq", shmem_size(), &found);
-	if (!found)
+	for (int i = 0; i < shmem_nparts; i++)
 	{
-		memset(schedq_shared, 0, shmem_size());
-		schedq_shared->lock = &(GetNamedLWLockTranche("schedq"))->lock;
-		pg_atomic_init_u64(&schedq_shared->key_generation, 1);
-		pg_atomic_init_u64(&schedq_shared->budget_generation, 1);
-		pg_atomic_init_u64(&schedq_shared->queue_generation, 1);
-		for (int i = 0; i < SCHEDQ_NUM_METRICS; i++)
-			pg_atomic_init_u64(&schedq_shared->metrics[i], 0);
-		pg_atomic_init_u32(&schedq_shared->nwaiters, 0);
-		schedq_shared->max_waiters = MaxBackends;
-		for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
-			SpinLockInit(&schedq_shared->floors[i].mutex);
+		ShmemPart *part = &shmem_parts[i];
+		bool	   found;
+
+		*part->ptr = ShmemInitStruct(part->name, part->size(), &found);
+		if (!found)
+		{
+			memset(*part->ptr, 0, part->size());
+			if (part->init != NULL)
+				part->init(*part->ptr);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
- * Chain our hooks in front of any already installed.  Called from
- * _PG_init while the library is being preloaded.
+ * Add the core part and chain our hooks in front of any already
+ * installed.  Called from _PG_init while preloading, after every module
+ * has added its part.
  */
 void
 schedq_shmem_install_hooks(void)
 {
+	schedq_shmem_add("schedq", shmem_core_size, (void **) &schedq_shared,
+					 shmem_core_init);
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
+}
+
+/*
+ * Raise an error unless the library was preloaded, so that a function that
+ * needs shared memory fails clearly instead of silently doing less.
+ */
+void
+schedq_require_preloaded(void)
+{
+	if (schedq_shared == NULL)
+		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("schedq must be loaded via shared_preload_libraries"));
 }
 
 /*

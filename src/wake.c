@@ -11,11 +11,10 @@
  *	  event: set the latch of this database's scheduler, so that it
  *	  promotes at once instead of at its next fallback poll;
  *	- a task made available (submit fast path, retry, promotion, resumed
- *	  queue): wake claims waiting in claim(wait => ...);
- *	- a running task canceled (cancel, cancel_run, a halted run): interrupt
- *	  the statement of the built-in executor running it (SIGINT).
+ *	  queue): wake claims waiting in claim(wait => ...).
  *
- * A waiting claim registers itself in waiters[] (shmem.h) with its
+ * A waiting claim registers itself in its slot of the waiters (one per
+ * backend, in shared memory, under the schedq LWLock) with its
  * database, the hashes of its queue filter and Bloom bits of its
  * capabilities, then sleeps on its latch.  For each task made available, a
  * committing process wakes at most one waiter that could take it, so a
@@ -25,20 +24,44 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include <signal.h>
+#include "port/atomics.h"
+#include "storage/backendid.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 
-#include "floor.h"
-#include "schedq.h"
 #include "shmem.h"
 #include "wake.h"
+#include "xact.h"
+
+/* Most queue names a waiting claim filters on precisely; more match all. */
+#define WAKE_WAITER_QUEUES 4
+
+/* A claim sleeping until a task it could take becomes available. */
+typedef struct SchedqWaiter
+{
+	Oid	   dboid; /* InvalidOid: not waiting */
+	Latch *latch;
+	bool   woken;					   /* a waker picked it; it is claiming */
+	int	   nqueues;					   /* -1: every queue */
+	uint32 queues[WAKE_WAITER_QUEUES]; /* hashes of queue names */
+	uint64 caps;  /* Bloom bits of the worker's capabilities */
+	uint64 needs; /* Bloom bits a task must require (executors: sql) */
+} SchedqWaiter;
+
+/* In shared memory; waiters[] under the schedq LWLock, by MyBackendId - 1. */
+typedef struct SchedqWaiters
+{
+	pg_atomic_uint32 nwaiters;
+	int				 max_waiters;
+	SchedqWaiter	 waiters[FLEXIBLE_ARRAY_MEMBER];
+} SchedqWaiters;
+
+static SchedqWaiters *wake_shared = NULL;
 
 /* Tasks made available in this transaction, remembered by this many. */
 #define WAKE_MAX_TASKS 64
@@ -49,16 +72,37 @@ typedef struct WakeTask
 	uint64 caps;
 } WakeTask;
 
-static bool		wake_callback_registered = false;
 static bool		wake_scheduler = false;
 static bool		wake_everyone = false;
-static bool		wake_budgets = false;
 static int		wake_ntasks = 0;
 static WakeTask wake_tasks[WAKE_MAX_TASKS];
 static bool		waiter_registered = false;
-static int		cancel_ntasks = 0;
-static int64	cancel_tasks[WAKE_MAX_TASKS];
-static bool		cancel_overflow = false;
+
+static Size
+wake_shmem_size(void)
+{
+	return add_size(offsetof(SchedqWaiters, waiters),
+					mul_size(MaxBackends, sizeof(SchedqWaiter)));
+}
+
+static void
+wake_shmem_init(void *part)
+{
+	SchedqWaiters *w = part;
+
+	pg_atomic_init_u32(&w->nwaiters, 0);
+	w->max_waiters = MaxBackends;
+}
+
+/*
+ * Add the waiters to shared memory; from _PG_init while preloading.
+ */
+void
+schedq_wake_init(void)
+{
+	schedq_shmem_add("schedq waiters", wake_shmem_size, (void **) &wake_shared,
+					 wake_shmem_init);
+}
 
 static uint32
 wake_hash_name(const char *name, int len)
@@ -94,15 +138,15 @@ wake_caps_bits(ArrayType *caps)
 static void
 wake_claimers(void)
 {
-	if (pg_atomic_read_u32(&schedq_shared->nwaiters) == 0)
+	if (pg_atomic_read_u32(&wake_shared->nwaiters) == 0)
 		return;
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	for (int t = 0; t < (wake_everyone ? 1 : wake_ntasks); t++)
 	{
-		for (int i = 0; i < schedq_shared->max_waiters; i++)
+		for (int i = 0; i < wake_shared->max_waiters; i++)
 		{
-			SchedqWaiter *w = &schedq_shared->waiters[i];
+			SchedqWaiter *w = &wake_shared->waiters[i];
 			bool		  match;
 
 			if (w->dboid != MyDatabaseId || w->woken)
@@ -141,77 +185,26 @@ schedq_wake_scheduler_now(Oid dboid)
 	LWLockRelease(schedq_shared->lock);
 }
 
-/*
- * Interrupt the statement of every executor of this database running one
- * of the noted tasks (all of them, if more were noted than remembered).
- */
 static void
-wake_cancel_executors(void)
+wake_commit(void)
 {
-	LWLockAcquire(schedq_shared->lock, LW_SHARED);
-	for (int i = 0; i < SCHEDQ_MAX_EXECUTORS; i++)
-	{
-		SchedqExecutor *e = &schedq_shared->executors[i];
-		bool			hit = cancel_overflow && e->task_id != 0;
-
-		if (e->dboid != MyDatabaseId || e->pid == 0)
-			continue;
-		for (int t = 0; t < cancel_ntasks && !hit; t++)
-			hit = e->task_id == cancel_tasks[t];
-		if (hit)
-			(void) kill(e->pid, SIGINT);
-	}
-	LWLockRelease(schedq_shared->lock);
+	if (wake_scheduler)
+		schedq_wake_scheduler_now(MyDatabaseId);
+	if (wake_everyone || wake_ntasks > 0)
+		wake_claimers();
 }
 
+/* A prepared transaction's tasks wait for the fallback poll. */
 static void
 wake_reset(void)
 {
 	wake_scheduler = false;
 	wake_everyone = false;
-	wake_budgets = false;
 	wake_ntasks = 0;
-	cancel_ntasks = 0;
-	cancel_overflow = false;
 }
 
-static void
-wake_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			if (wake_scheduler)
-				schedq_wake_scheduler_now(MyDatabaseId);
-			if (cancel_ntasks > 0 || cancel_overflow)
-				wake_cancel_executors();
-			if (wake_budgets)
-				pg_atomic_fetch_add_u64(&schedq_shared->budget_generation, 1);
-			if (wake_everyone || wake_ntasks > 0)
-				wake_claimers();
-			wake_reset();
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			/* a prepared transaction's tasks wait for the fallback poll */
-			wake_reset();
-			break;
-		default:
-			break;
-	}
-}
-
-static void
-wake_register_callback(void)
-{
-	if (!wake_callback_registered)
-	{
-		RegisterXactCallback(wake_xact_callback, NULL);
-		wake_callback_registered = true;
-	}
-}
+static SchedqXactEffect wake_effect = { .commit = wake_commit,
+										.reset = wake_reset };
 
 /*
  * After commit, wake this database's scheduler.
@@ -219,22 +212,18 @@ wake_register_callback(void)
 void
 schedq_wake_scheduler_at_commit(void)
 {
-	wake_register_callback();
+	schedq_xact_join(&wake_effect);
 	wake_scheduler = true;
 }
 
 /*
- * A task of this queue with these required capabilities and this
- * position in claim order (a lower bound of it will do) is made
- * available: lower the claim floor to it, and after commit wake one
- * waiting claim that could take it.
+ * A task of this queue with these required capabilities is made
+ * available: after commit, wake one waiting claim that could take it.
  */
 void
-schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps,
-							   int32 priority, TimestampTz run_at, int64 id)
+schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps)
 {
-	schedq_floor_lower_at_commit(priority, run_at, id);
-	wake_register_callback();
+	schedq_xact_join(&wake_effect);
 	if (wake_ntasks >= WAKE_MAX_TASKS)
 	{
 		wake_everyone = true;
@@ -252,7 +241,7 @@ schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps,
 void
 schedq_wake_all_claimers_at_commit(void)
 {
-	wake_register_callback();
+	schedq_xact_join(&wake_effect);
 	wake_everyone = true;
 }
 
@@ -272,7 +261,7 @@ void
 schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 					   bool only_needing_caps)
 {
-	SchedqWaiter *w = &schedq_shared->waiters[MyBackendId - 1];
+	SchedqWaiter *w = &wake_shared->waiters[MyBackendId - 1];
 	static bool	  exit_callback = false;
 
 	if (!exit_callback)
@@ -290,7 +279,7 @@ schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 		if (queues != NULL)
 			deconstruct_array(queues, TEXTOID, -1, false, TYPALIGN_INT, &elems,
 							  NULL, &n);
-		w->nqueues = (n > SCHEDQ_WAITER_QUEUES) ? -1 : n;
+		w->nqueues = (n > WAKE_WAITER_QUEUES) ? -1 : n;
 		for (int i = 0; i < w->nqueues; i++)
 		{
 			text *t = DatumGetTextPP(elems[i]);
@@ -301,7 +290,7 @@ schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 		w->needs = only_needing_caps ? w->caps : 0;
 		w->latch = MyLatch;
 		w->dboid = MyDatabaseId;
-		pg_atomic_fetch_add_u32(&schedq_shared->nwaiters, 1);
+		pg_atomic_fetch_add_u32(&wake_shared->nwaiters, 1);
 		waiter_registered = true;
 	}
 	w->woken = false;
@@ -318,36 +307,11 @@ schedq_waiter_unregister(void)
 
 	if (!waiter_registered)
 		return;
-	w = &schedq_shared->waiters[MyBackendId - 1];
+	w = &wake_shared->waiters[MyBackendId - 1];
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	w->dboid = InvalidOid;
 	w->latch = NULL;
-	pg_atomic_fetch_sub_u32(&schedq_shared->nwaiters, 1);
+	pg_atomic_fetch_sub_u32(&wake_shared->nwaiters, 1);
 	waiter_registered = false;
 	LWLockRelease(schedq_shared->lock);
-}
-
-/*
- * After commit, tell every backend that the set of budgets changed (claim
- * caches whether there are any).
- */
-void
-schedq_budgets_changed_at_commit(void)
-{
-	wake_register_callback();
-	wake_budgets = true;
-}
-
-/*
- * After commit, interrupt the statement of the executor running this task
- * (it was canceled while running).
- */
-void
-schedq_cancel_executor_at_commit(int64 task_id)
-{
-	wake_register_callback();
-	if (cancel_ntasks < WAKE_MAX_TASKS)
-		cancel_tasks[cancel_ntasks++] = task_id;
-	else
-		cancel_overflow = true;
 }

@@ -7,18 +7,15 @@
 #ifndef SCHEDQ_WAKE_H
 #define SCHEDQ_WAKE_H
 
-#include "datatype/timestamp.h"
 #include "utils/array.h"
 
+extern void schedq_wake_init(void);
+
 extern void schedq_wake_scheduler_at_commit(void);
-extern void schedq_wake_claimers_at_commit(const char *queue,
-										   ArrayType  *required_caps,
-										   int32 priority, TimestampTz run_at,
-										   int64 id);
-extern void schedq_wake_all_claimers_at_commit(void);
 extern void schedq_wake_scheduler_now(Oid dboid);
-extern void schedq_budgets_changed_at_commit(void);
-extern void schedq_cancel_executor_at_commit(int64 task_id);
+extern void schedq_wake_claimers_at_commit(const char *queue,
+										   ArrayType  *required_caps);
+extern void schedq_wake_all_claimers_at_commit(void);
 
 extern void schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 								   bool only_needing_caps);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
- * spi.c
- *	  The bracket around every SQL-callable function's queries, and the
- *	  per-backend cache of prepared plans.
+ * call.c
+ *	  The bracket around every SQL-callable function's queries: the
+ *	  caller/owner switch, the pinned search path, and no JIT inside.
  *
  * Every SQL-callable function of schedq records its caller, then runs its
  * own queries as the owner of the schedq tables (a superuser, since the
@@ -35,12 +35,14 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-#include "schedq.h"
+#include "call.h"
+#include "shmem.h"
+#include "xact.h"
 
 /* pg_catalog alone: what every query of schedq is parsed with. */
-static OverrideSearchPath spi_search_path = { .schemas = NIL,
-											  .addCatalog = true,
-											  .addTemp = false };
+static OverrideSearchPath call_search_path = { .schemas = NIL,
+											   .addCatalog = true,
+											   .addTemp = false };
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -49,44 +51,45 @@ static planner_hook_type prev_planner_hook = NULL;
  * unwinds a call leaves it raised until the transaction ends, so a caller
  * that catches the error has no JIT for the rest of its transaction.
  */
-static int spi_call_depth = 0;
+static int call_depth = 0;
 
 static PlannedStmt *
-spi_planner(Query *parse, const char *query_string, int cursorOptions,
-			ParamListInfo boundParams)
+call_planner(Query *parse, const char *query_string, int cursorOptions,
+			 ParamListInfo boundParams)
 {
 	PlannedStmt *stmt =
 		(prev_planner_hook ?
 			 prev_planner_hook :
 			 standard_planner)(parse, query_string, cursorOptions, boundParams);
 
-	if (spi_call_depth > 0)
+	if (call_depth > 0)
 		stmt->jitFlags = PGJIT_NONE;
 	return stmt;
 }
 
 static void
-spi_xact_callback(XactEvent event, void *arg)
+call_reset(void)
 {
-	spi_call_depth = 0;
+	call_depth = 0;
 }
+
+static SchedqXactEffect call_effect = { .reset = call_reset };
 
 /*
  * Install the planner hook (from _PG_init, when preloading).
  */
 void
-schedq_install_planner_hook(void)
+schedq_call_init(void)
 {
 	prev_planner_hook = planner_hook;
-	planner_hook = spi_planner;
-	RegisterXactCallback(spi_xact_callback, NULL);
+	planner_hook = call_planner;
 }
 
 /*
  * The role that owns the schedq tables in this database.
  */
 static Oid
-spi_tables_owner(void)
+call_tables_owner(void)
 {
 	Oid nsp = get_namespace_oid("schedq", true);
 	Oid relid = OidIsValid(nsp) ? get_relname_relid("task", nsp) : InvalidOid;
@@ -119,12 +122,13 @@ schedq_call_begin(SchedqCall *call)
 	schedq_require_preloaded();
 	call->caller = GetUserId();
 	call->admin = has_bypassrls_privilege(call->caller);
-	owner = spi_tables_owner();
+	owner = call_tables_owner();
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
 	SetUserIdAndSecContext(owner, call->save_sec_context |
 									  SECURITY_LOCAL_USERID_CHANGE);
-	PushOverrideSearchPath(&spi_search_path);
-	spi_call_depth++;
+	PushOverrideSearchPath(&call_search_path);
+	schedq_xact_join(&call_effect);
+	call_depth++;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 }
@@ -136,7 +140,7 @@ void
 schedq_call_end(SchedqCall *call)
 {
 	SPI_finish();
-	spi_call_depth--;
+	call_depth--;
 	PopOverrideSearchPath();
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
 }
@@ -151,47 +155,4 @@ bool
 schedq_caller_acts_for(SchedqCall *call, Oid owner)
 {
 	return call->admin || has_privs_of_role(call->caller, owner);
-}
-
-/*
- * Prepare a query once per backend and keep its plan in *cache.  The plan
- * cache re-plans it by itself after DDL, including DROP and CREATE
- * EXTENSION.  Always a generic plan: these queries are short index scans
- * whose shape does not depend on the values, and planning them afresh on
- * every call (what the plan cache would choose for the LIMIT $1 of claim)
- * costs more than running them.
- */
-SPIPlanPtr
-schedq_plan(SPIPlanPtr *cache, const char *sql, int nargs, const Oid *argtypes)
-{
-	if (*cache == NULL)
-	{
-		SPIPlanPtr plan = SPI_prepare_cursor(sql, nargs, (Oid *) argtypes,
-											 CURSOR_OPT_GENERIC_PLAN);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s",
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		*cache = plan;
-	}
-	return *cache;
-}
-
-/*
- * Execute a kept plan and check that it returned the expected SPI result
- * code.  Returns the number of rows processed.  Never read-only: every
- * query takes a new snapshot, so it sees what earlier calls in the same
- * statement did (a claim and a complete in one SELECT, say).
- */
-int
-schedq_execute(SPIPlanPtr plan, Datum *values, const char *nulls, long count,
-			   int expected)
-{
-	int ret = SPI_execute_plan(plan, values, nulls, false, count);
-
-	if (ret != expected)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));
-	return (int) SPI_processed;
 }

@@ -1,18 +1,60 @@
 /*-------------------------------------------------------------------------
- * tick.c
- *	  What every schedq background worker does the same way: its session
- *	  settings, and the transaction bracket around each iteration.
+ * worker.c
+ *	  What every schedq background worker does the same way: how it is
+ *	  registered, its session settings, the transaction bracket around
+ *	  each iteration, and the tags of schedq's locks.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 
-#include "scheduler.h"
+#include "worker.h"
+
+/* Advisory lock tags: (database, SCHEDQ_LOCK_CLASS, what). */
+#define SCHEDQ_LOCK_CLASS 0x53510000 /* "SQ" */
+
+/*
+ * Fill in a schedq worker that connects to database dboid (InvalidOid:
+ * to none, as the launcher) and runs `function` of this library.  It is
+ * not restarted by the postmaster: whoever starts it restarts it.
+ */
+void
+schedq_worker_fill(BackgroundWorker *worker, const char *function,
+				   const char *type, Oid dboid)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags =
+		BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker->bgw_library_name, "schedq", BGW_MAXLEN);
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, type, BGW_MAXLEN);
+	if (OidIsValid(dboid))
+		snprintf(worker->bgw_name, BGW_MAXLEN, "%s for database %u", type,
+				 dboid);
+	else
+		strlcpy(worker->bgw_name, type, BGW_MAXLEN);
+	worker->bgw_main_arg = ObjectIdGetDatum(dboid);
+	worker->bgw_notify_pid = MyProcPid;
+}
+
+/*
+ * The tag of a schedq lock of this database.
+ */
+void
+schedq_lock_tag(LOCKTAG *tag, SchedqLock what)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, SCHEDQ_LOCK_CLASS, what, 2);
+}
 
 /*
  * Session settings of a worker, once connected.

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * hooks.c
+ * utility.c
  *	  The utility hook: tell the launcher and the schedulers about the
  *	  commands that concern them.
  *
@@ -21,7 +21,6 @@
 
 #include <signal.h>
 
-#include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
@@ -31,9 +30,11 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "schedq.h"
-#include "scheduler.h"
+#include "compat.h"
+#include "executor.h"
+#include "launcher.h"
 #include "shmem.h"
+#include "utility.h"
 #include "wake.h"
 
 /* How long DROP DATABASE waits for the scheduler to leave. */
@@ -42,29 +43,6 @@
 #define HOOK_HOLD_MS 60000
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
-static bool						hook_probe_at_commit = false;
-static bool						hook_callback_registered = false;
-
-static void
-hook_xact_callback(XactEvent event, void *arg)
-{
-	if (!hook_probe_at_commit)
-		return;
-	if (event == XACT_EVENT_COMMIT)
-	{
-		SchedqDatabase *db;
-
-		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
-		db = schedq_database_slot(MyDatabaseId, true);
-		if (db != NULL)
-			db->probe = true;
-		if (schedq_shared->launcher_latch != NULL)
-			SetLatch(schedq_shared->launcher_latch);
-		LWLockRelease(schedq_shared->lock);
-	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-		hook_probe_at_commit = false;
-}
 
 /*
  * Hold a database's slot until `until` and stop its scheduler, waiting
@@ -80,8 +58,7 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 	{
 		SchedqDatabase *db;
 		pid_t			pid = 0;
-
-		bool executors = false;
+		bool			executors;
 
 		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 		db = schedq_database_slot(dboid, false);
@@ -90,22 +67,16 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 			db->hold_until = until;
 			pid = db->pid;
 		}
-		/* its SQL executors are connected to it too */
-		for (int i = 0; i < SCHEDQ_MAX_EXECUTORS; i++)
-			if (schedq_shared->executors[i].dboid == dboid &&
-				schedq_shared->executors[i].pid != 0)
-			{
-				(void) kill(schedq_shared->executors[i].pid, SIGTERM);
-				executors = true;
-			}
 		LWLockRelease(schedq_shared->lock);
+		/* its SQL executors are connected to it too */
+		executors = schedq_executors_stop(dboid);
 		if ((pid == 0 && !executors) || GetCurrentTimestamp() >= give_up)
 			return;
 		if (pid != 0)
 			(void) kill(pid, SIGTERM);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
-						 PG_WAIT_EXTENSION);
+						 SCHEDQ_WAIT_EVENT("SchedqStopScheduler"));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -191,12 +162,7 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		if (IsA(parsetree, CreateExtensionStmt) &&
 			strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedq") == 0)
 		{
-			if (!hook_callback_registered)
-			{
-				RegisterXactCallback(hook_xact_callback, NULL);
-				hook_callback_registered = true;
-			}
-			hook_probe_at_commit = true;
+			schedq_launcher_probe_at_commit();
 		}
 		if (IsA(parsetree, DropStmt) &&
 			((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
@@ -234,7 +200,7 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
  * Install the hook; called from _PG_init.
  */
 void
-schedq_install_utility_hook(void)
+schedq_utility_init(void)
 {
 	prev_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = schedq_utility;

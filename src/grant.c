@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * auth.c
+ * grant.c
  *	  Grants: signing and checking the tokens that claim hands out.
  *
  * A grant names a task, the attempt it was claimed for and the lease that
@@ -13,17 +13,16 @@
  * which only superusers can read; the newest key signs, the previous one
  * still verifies, so rotate_grant_key() does not break grants in flight.
  *
- * Each backend caches the keys.  A rotation bumps key_generation in shared
- * memory once it has committed; a backend whose cached generation differs
- * reloads.  The generation is read before the keys are, so a reload that
- * races a rotation at worst reloads once more.
+ * Each backend caches the keys.  A rotation bumps the grant key
+ * generation (xact.h) around its commit; a backend whose cached
+ * generation differs reloads.  The generation is read before the keys
+ * are, so a reload that races a rotation at worst reloads once more.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <limits.h>
 
-#include "access/xact.h"
 #include "common/cryptohash.h"
 #include "common/hmac.h"
 #include "common/sha2.h"
@@ -33,8 +32,10 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
-#include "shmem.h"
+#include "call.h"
+#include "grant.h"
+#include "plan.h"
+#include "xact.h"
 
 #define GRANT_MAX_KEYS	 8
 #define GRANT_SECRET_LEN 32
@@ -45,38 +46,35 @@ typedef struct GrantKey
 	uint8 secret[GRANT_SECRET_LEN];
 } GrantKey;
 
+typedef enum SchedqGrantCheck
+{
+	GRANT_OK,
+	GRANT_MALFORMED,
+	GRANT_BAD_SIGNATURE
+} SchedqGrantCheck;
+
 /* The cache: keys[0] is the newest, the one that signs. */
 static GrantKey grant_keys[GRANT_MAX_KEYS];
 static int		grant_nkeys = 0;
 static uint64	grant_generation = 0; /* 0: nothing cached */
-static bool		grant_xact_callback_registered = false;
-static bool		grant_rotated_in_xact = false;
 
-static SPIPlanPtr plan_load_keys = NULL;
-static SPIPlanPtr plan_rotate = NULL;
-static SPIPlanPtr plan_task_state = NULL;
-
-/*
- * Publish a committed rotation to every backend, and forget keys read by
- * a transaction that rotated and then aborted.
- */
-static void
-grant_xact_callback(XactEvent event, void *arg)
-{
-	if (!grant_rotated_in_xact)
-		return;
-	if (event == XACT_EVENT_COMMIT)
-	{
-		pg_atomic_fetch_add_u64(&schedq_shared->key_generation, 1);
-		grant_generation = 0;
-		grant_rotated_in_xact = false;
-	}
-	else if (event == XACT_EVENT_ABORT)
-	{
-		grant_generation = 0;
-		grant_rotated_in_xact = false;
-	}
-}
+static SchedqQuery q_load_keys =
+	SCHEDQ_QUERY0("SELECT kid, secret FROM schedq.grant_key"
+				  " ORDER BY kid DESC LIMIT " CppAsString2(GRANT_MAX_KEYS));
+static SchedqQuery q_rotate =
+	SCHEDQ_QUERY("WITH k AS (INSERT INTO schedq.grant_key (kid, secret)"
+				 "   SELECT COALESCE(max(kid), 0) + 1, $1 FROM schedq.grant_key"
+				 "   RETURNING kid),"
+				 " d AS (DELETE FROM schedq.grant_key g USING k"
+				 "   WHERE g.kid < k.kid - 1)"
+				 " SELECT kid FROM k",
+				 BYTEAOID);
+static SchedqQuery q_task_state =
+	SCHEDQ_QUERY("SELECT lease_expires_at < now()"
+				 " FROM schedq.task"
+				 " WHERE id = $1 AND attempts = $2"
+				 " AND status = 'running'",
+				 INT8OID, INT4OID);
 
 /*
  * Make sure the key cache is current.  Runs its query in a nested SPI
@@ -86,7 +84,7 @@ grant_xact_callback(XactEvent event, void *arg)
 static void
 grant_load_keys(bool force)
 {
-	uint64 generation = pg_atomic_read_u64(&schedq_shared->key_generation);
+	uint64 generation = schedq_generation(GENERATION_GRANT_KEYS);
 	int	   n;
 
 	if (!force && grant_generation == generation && grant_nkeys > 0)
@@ -94,12 +92,7 @@ grant_load_keys(bool force)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	n = schedq_execute(schedq_plan(&plan_load_keys,
-								   "SELECT kid, secret FROM schedq.grant_key"
-								   " ORDER BY kid DESC LIMIT " CppAsString2(
-									   GRANT_MAX_KEYS),
-								   0, NULL),
-					   NULL, NULL, 0, SPI_OK_SELECT);
+	n = schedq_run(&q_load_keys, NULL, NULL, 0, SPI_OK_SELECT);
 	grant_nkeys = 0;
 	for (int i = 0; i < n; i++)
 	{
@@ -213,8 +206,8 @@ grant_parse_field(const char **p, bool last, int64 min, int64 max, int64 *out)
  * Parse and check a token.  On GRANT_OK, *grant holds what it names.
  * Never raises an error for a bad token.
  */
-SchedqGrantCheck
-schedq_grant_parse(const char *token, SchedqGrant *grant)
+static SchedqGrantCheck
+grant_parse(const char *token, SchedqGrant *grant)
 {
 	const char	   *p = token;
 	int64			kid, task_id, attempt, lease;
@@ -265,7 +258,7 @@ schedq_grant_parse(const char *token, SchedqGrant *grant)
 void
 schedq_grant_require(const char *token, SchedqGrant *grant)
 {
-	switch (schedq_grant_parse(token, grant))
+	switch (grant_parse(token, grant))
 	{
 		case GRANT_OK:
 			return;
@@ -292,14 +285,13 @@ PG_FUNCTION_INFO_V1(schedq_verify_grant);
 Datum
 schedq_verify_grant(PG_FUNCTION_ARGS)
 {
-	char			*token = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SchedqCall		 call;
-	SchedqGrant		 grant;
-	const char		*verdict;
-	static const Oid argtypes[] = { INT8OID, INT4OID };
+	char	   *token = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SchedqCall	call;
+	SchedqGrant grant;
+	const char *verdict;
 
 	schedq_call_begin(&call);
-	switch (schedq_grant_parse(token, &grant))
+	switch (grant_parse(token, &grant))
 	{
 		case GRANT_MALFORMED:
 			verdict = "malformed";
@@ -312,13 +304,7 @@ schedq_verify_grant(PG_FUNCTION_ARGS)
 			Datum values[2] = { Int64GetDatum(grant.task_id),
 								Int32GetDatum(grant.attempt) };
 
-			if (schedq_execute(schedq_plan(&plan_task_state,
-										   "SELECT lease_expires_at < now()"
-										   " FROM schedq.task"
-										   " WHERE id = $1 AND attempts = $2"
-										   " AND status = 'running'",
-										   2, argtypes),
-							   values, NULL, 1, SPI_OK_SELECT) == 0)
+			if (schedq_run(&q_task_state, values, NULL, 1, SPI_OK_SELECT) == 0)
 				verdict = "stale";
 			else
 			{
@@ -345,13 +331,12 @@ PG_FUNCTION_INFO_V1(schedq_rotate_grant_key);
 Datum
 schedq_rotate_grant_key(PG_FUNCTION_ARGS)
 {
-	SchedqCall		 call;
-	uint8			 secret[GRANT_SECRET_LEN];
-	bytea			*secret_datum;
-	Datum			 values[1];
-	bool			 isnull;
-	int32			 kid;
-	static const Oid argtypes[] = { BYTEAOID };
+	SchedqCall call;
+	uint8	   secret[GRANT_SECRET_LEN];
+	bytea	  *secret_datum;
+	Datum	   values[1];
+	bool	   isnull;
+	int32	   kid;
 
 	if (!pg_strong_random(secret, sizeof(secret)))
 		ereport(ERROR, errcode(ERRCODE_INTERNAL_ERROR),
@@ -365,17 +350,7 @@ schedq_rotate_grant_key(PG_FUNCTION_ARGS)
 	if (SPI_execute("LOCK TABLE schedq.grant_key IN EXCLUSIVE MODE", false,
 					0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not lock schedq.grant_key");
-	schedq_execute(
-		schedq_plan(
-			&plan_rotate,
-			"WITH k AS (INSERT INTO schedq.grant_key (kid, secret)"
-			"   SELECT COALESCE(max(kid), 0) + 1, $1 FROM schedq.grant_key"
-			"   RETURNING kid),"
-			" d AS (DELETE FROM schedq.grant_key g USING k"
-			"   WHERE g.kid < k.kid - 1)"
-			" SELECT kid FROM k",
-			1, argtypes),
-		values, NULL, 0, SPI_OK_SELECT);
+	schedq_run(&q_rotate, values, NULL, 0, SPI_OK_SELECT);
 	kid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 									  SPI_tuptable->tupdesc, 1, &isnull));
 	schedq_call_end(&call);
@@ -383,12 +358,8 @@ schedq_rotate_grant_key(PG_FUNCTION_ARGS)
 	explicit_bzero(secret, sizeof(secret));
 	explicit_bzero(VARDATA(secret_datum), sizeof(secret));
 
-	if (!grant_xact_callback_registered)
-	{
-		RegisterXactCallback(grant_xact_callback, NULL);
-		grant_xact_callback_registered = true;
-	}
-	grant_rotated_in_xact = true;
+	/* every backend reloads after the end, this one already now */
+	schedq_generation_bump_at_commit(GENERATION_GRANT_KEYS);
 	grant_generation = 0;
 
 	PG_RETURN_INT32(kid);

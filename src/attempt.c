@@ -1,0 +1,472 @@
+/*-------------------------------------------------------------------------
+ * attempt.c
+ *	  What a worker does with the attempt it claimed: schedq.heartbeat,
+ *	  complete, complete_many and fail.
+ *
+ * Every write here is guarded by (id, attempts, status = 'running'): a
+ * grant for an attempt that is no longer the running one changes nothing.
+ * fail's logic (retry with backoff while attempts remain) is shared with
+ * the reaper, for which a lost lease or a timeout is a failed attempt.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "storage/itemptr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "attempt.h"
+#include "call.h"
+#include "cron.h"
+#include "grant.h"
+#include "metrics.h"
+#include "plan.h"
+#include "task.h"
+#include "wake.h"
+
+/* Backoff of fail(): 1 s after the first attempt, doubling, capped. */
+#define BACKOFF_BASE_USECS USECS_PER_SEC
+#define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
+
+static SchedqQuery q_heartbeat =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET lease_expires_at = least(greatest(lease_expires_at,"
+				 "     now() + COALESCE($3, lease)), deadline)"
+				 " WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				 " RETURNING lease_expires_at",
+				 INT8OID, INT4OID, INTERVALOID);
+static SchedqQuery q_complete =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'done', result = $3, finished_at = now()"
+				 " WHERE id = $1 AND attempts = $2 AND status = 'running'",
+				 INT8OID, INT4OID, JSONBOID);
+static SchedqQuery q_complete_tid =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'done', result = $3,"
+				 "     finished_at = now()"
+				 " WHERE ctid = $4 AND id = $1 AND attempts = $2"
+				 "   AND status = 'running'",
+				 INT8OID, INT4OID, JSONBOID, TIDOID);
+static SchedqQuery q_complete_many =
+	SCHEDQ_QUERY("UPDATE schedq.task t"
+				 " SET status = 'done', finished_at = now(),"
+				 "     result = ($3)[array_position($1, t.id)]"
+				 " WHERE t.id = ANY ($1)"
+				 "   AND t.attempts = ($2)[array_position($1, t.id)]"
+				 "   AND COALESCE(t.status, '') = 'running'"
+				 " RETURNING t.id",
+				 INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID);
+static SchedqQuery q_fail_lock =
+	SCHEDQ_QUERY("SELECT attempts - retry_base >= max_attempts,"
+				 "       attempts - retry_base," TASK_UNGATED_SQL ","
+				 "       queue, required_caps"
+				 " FROM schedq.task"
+				 " WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				 " FOR UPDATE",
+				 INT8OID, INT4OID);
+static SchedqQuery q_fail_final =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'failed', last_error = $2,"
+				 "     finished_at = now()"
+				 " WHERE id = $1",
+				 INT8OID, TEXTOID);
+static SchedqQuery q_fail_retry =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = $4, last_error = $2,"
+				 "     run_at = now() + make_interval(secs => $3 / 1e6),"
+				 "     claimed_by = NULL, lease_expires_at = NULL,"
+				 "     deadline = NULL"
+				 " WHERE id = $1",
+				 INT8OID, TEXTOID, INT8OID, TEXTOID);
+
+/* Which queue filter a claim's candidate query has. */
+
+/*
+ * Where the tasks this backend claimed last were, so that complete() in
+ * the same session, the common case, finds its row by TID instead of
+ * walking the primary key (whose entries for a task include every
+ * version since the last VACUUM).  Only a hint: complete checks id,
+ * attempt and status on the row it finds there, and falls back to the
+ * primary key when there is none (a heartbeat or anything else moved the
+ * row).  Direct-mapped by task id.
+ */
+#define CLAIMED_ROWS 256
+
+typedef struct ClaimedRow
+{
+	int64			task_id;
+	int32			attempt;
+	ItemPointerData tid;
+} ClaimedRow;
+
+static ClaimedRow claimed_rows[CLAIMED_ROWS];
+
+static ClaimedRow *
+claimed_row_slot(int64 task_id)
+{
+	return &claimed_rows[(uint64) task_id % CLAIMED_ROWS];
+}
+
+/*
+ * claim took this attempt of a task; its row version is at tid.
+ */
+void
+schedq_attempt_claimed_at(int64 task_id, int32 attempt, ItemPointer tid)
+{
+	ClaimedRow *slot = claimed_row_slot(task_id);
+
+	slot->task_id = task_id;
+	slot->attempt = attempt;
+	ItemPointerCopy(tid, &slot->tid);
+}
+
+/*
+ * Read and check the grant argument shared by heartbeat, complete and
+ * fail.
+ */
+static void
+attempt_grant_arg(FunctionCallInfo fcinfo, SchedqGrant *grant)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("token must not be null"));
+	schedq_grant_require(text_to_cstring(PG_GETARG_TEXT_PP(0)), grant);
+}
+
+PG_FUNCTION_INFO_V1(schedq_heartbeat);
+
+/*
+ * schedq.heartbeat(token, extend): push the lease to now() + extend (by
+ * default the lease the claim asked for), never shortening it.  NULL when
+ * the grant's attempt is no longer running.
+ */
+Datum
+schedq_heartbeat(PG_FUNCTION_ARGS)
+{
+	SchedqGrant grant;
+	SchedqCall	call;
+	Datum		values[3];
+	char		nulls[3] = { ' ', ' ', ' ' };
+	bool		isnull = true;
+	Datum		expires = (Datum) 0;
+
+	attempt_grant_arg(fcinfo, &grant);
+	if (PG_ARGISNULL(1))
+		nulls[2] = 'n';
+	else
+	{
+		values[2] = PG_GETARG_DATUM(1);
+		if (schedq_interval_usecs(PG_GETARG_INTERVAL_P(1)) <= 0)
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("extend must be positive"));
+	}
+	values[0] = Int64GetDatum(grant.task_id);
+	values[1] = Int32GetDatum(grant.attempt);
+
+	schedq_call_begin(&call);
+	if (schedq_run(&q_heartbeat, values, nulls, 0, SPI_OK_UPDATE_RETURNING) ==
+		1)
+		expires = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+								&isnull);
+	schedq_call_end(&call);
+
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(expires);
+}
+
+PG_FUNCTION_INFO_V1(schedq_complete);
+
+/*
+ * schedq.complete(token, result): the attempt succeeded.  False, changing
+ * nothing, when the grant's attempt is no longer the running one.
+ */
+Datum
+schedq_complete(PG_FUNCTION_ARGS)
+{
+	SchedqGrant grant;
+	SchedqCall	call;
+	Datum		values[4];
+	char		nulls[4] = { ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ', ' ' };
+	ClaimedRow *slot;
+	bool		done = false;
+
+	attempt_grant_arg(fcinfo, &grant);
+	values[0] = Int64GetDatum(grant.task_id);
+	values[1] = Int32GetDatum(grant.attempt);
+	values[2] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+
+	slot = claimed_row_slot(grant.task_id);
+	schedq_call_begin(&call);
+	if (slot->task_id == grant.task_id && slot->attempt == grant.attempt)
+	{
+		values[3] = PointerGetDatum(&slot->tid);
+		slot->task_id = 0;
+		done =
+			schedq_run(&q_complete_tid, values, nulls, 0, SPI_OK_UPDATE) == 1;
+	}
+	if (!done)
+		done = schedq_run(&q_complete, values, nulls, 0, SPI_OK_UPDATE) == 1;
+	schedq_call_end(&call);
+
+	if (done)
+		schedq_count(METRIC_TASKS_COMPLETED, 1);
+	PG_RETURN_BOOL(done);
+}
+
+static int
+attempt_cmp_int64(const void *a, const void *b)
+{
+	int64 x = *(const int64 *) a;
+	int64 y = *(const int64 *) b;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+PG_FUNCTION_INFO_V1(schedq_complete_many);
+
+/*
+ * schedq.complete_many(tokens, results): complete() for many grants in
+ * one statement, for a worker that claimed a batch (at most 1000 tokens,
+ * the most one claim returns).  Returns one boolean per token, in order:
+ * true where that attempt was running and is now done.  A token given
+ * twice counts once, at its first place.  Every token is checked before
+ * anything is written, so one forged or malformed token fails the whole
+ * call and changes nothing.
+ */
+Datum
+schedq_complete_many(PG_FUNCTION_ARGS)
+{
+	SchedqCall call;
+	Datum	  *tokens;
+	bool	  *token_nulls;
+	int		   n;
+	Datum	  *results = NULL;
+	bool	  *result_nulls = NULL;
+	int		   nresults;
+	Datum	  *ids;
+	Datum	  *attempts;
+	Datum	   values[3];
+	char	   nulls[3] = { ' ', ' ', ' ' };
+	int64	  *done;
+	bool	  *used;
+	int		   ndone;
+	Datum	  *out;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("tokens must not be null"));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false,
+					  TYPALIGN_INT, &tokens, &token_nulls, &n);
+	if (n > TASK_MAX_BATCH)
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("complete_many takes at most %d tokens",
+					   TASK_MAX_BATCH));
+	if (!PG_ARGISNULL(1))
+	{
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), JSONBOID, -1, false,
+						  TYPALIGN_INT, &results, &result_nulls, &nresults);
+		if (nresults != n)
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("results must have one element per token"),
+					errdetail("%d tokens, %d results.", n, nresults));
+	}
+
+	ids = palloc(sizeof(Datum) * Max(n, 1));
+	attempts = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		SchedqGrant grant;
+
+		if (token_nulls[i])
+			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					errmsg("tokens must not contain nulls"));
+		schedq_grant_require(TextDatumGetCString(tokens[i]), &grant);
+		ids[i] = Int64GetDatum(grant.task_id);
+		attempts[i] = Int32GetDatum(grant.attempt);
+	}
+	values[0] = PointerGetDatum(
+		construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[1] = PointerGetDatum(
+		construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
+	if (results != NULL)
+	{
+		int lbound = 1; /* whatever the caller's array had */
+
+		values[2] = PointerGetDatum(
+			construct_md_array(results, result_nulls, 1, &n, &lbound, JSONBOID,
+							   -1, false, TYPALIGN_INT));
+	}
+	else
+		nulls[2] = 'n';
+	/* here, not inside the call: SPI_finish frees what was made there */
+	done = palloc(sizeof(int64) * Max(n, 1));
+
+	schedq_call_begin(&call);
+	/*
+	 * One UPDATE through the primary key.  A task given twice takes its
+	 * attempt and result from its first place (array_position).  The
+	 * status test is written so that it does not match the predicate of
+	 * task_running_idx: a generic plan would otherwise read every running
+	 * task through that index to find these.
+	 */
+	ndone =
+		schedq_run(&q_complete_many, values, nulls, 0, SPI_OK_UPDATE_RETURNING);
+	for (int i = 0; i < ndone; i++)
+	{
+		bool isnull;
+
+		done[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	schedq_call_end(&call);
+
+	/* true at the first place of each task that was completed */
+	qsort(done, ndone, sizeof(int64), attempt_cmp_int64);
+	used = palloc0(sizeof(bool) * Max(ndone, 1));
+	out = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		int64  id = DatumGetInt64(ids[i]);
+		int64 *hit =
+			bsearch(&id, done, ndone, sizeof(int64), attempt_cmp_int64);
+
+		out[i] = BoolGetDatum(hit != NULL && !used[hit - done]);
+		if (hit != NULL)
+			used[hit - done] = true;
+	}
+	if (ndone > 0)
+		schedq_count(METRIC_TASKS_COMPLETED, ndone);
+	PG_RETURN_ARRAYTYPE_P(
+		construct_array(out, n, BOOLOID, 1, true, TYPALIGN_CHAR));
+}
+
+/*
+ * How long to wait before attempt number `used` + 1: 1 s after the first
+ * attempt, doubling, capped at an hour, with +-25 % jitter.
+ */
+static int64
+fail_backoff_usecs(int32 used)
+{
+	int64 delay = BACKOFF_MAX_USECS;
+
+	if (used >= 1 && used <= 13)
+		delay = Min(BACKOFF_BASE_USECS << (used - 1), BACKOFF_MAX_USECS);
+	return (int64) (delay *
+					(0.75 + 0.5 * pg_prng_double(&pg_global_prng_state)));
+}
+
+/*
+ * Fail attempt `attempt` of a task: retry it after retry_us (or the
+ * backoff, when retry_us is negative) while attempts remain and the
+ * failure is not permanent, else fail it for good.  The write is guarded
+ * by (id, attempt, status = 'running'); returns what it did
+ * (FAIL_STALE when that attempt is no longer the running one).  Shared by
+ * fail() and the reaper.  Inside the caller's SPI connection.
+ */
+SchedqFailOutcome
+schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
+					int64 retry_us, bool permanent)
+{
+	Datum	  values[4];
+	HeapTuple tuple;
+	TupleDesc desc;
+	bool	  isnull;
+	bool	  exhausted;
+	int32	  used;
+	bool	  ungated;
+	int64	  delay;
+
+	values[0] = Int64GetDatum(task_id);
+	values[1] = Int32GetDatum(attempt);
+	if (schedq_run(&q_fail_lock, values, NULL, 0, SPI_OK_SELECT) == 0)
+		return FAIL_STALE;
+
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	exhausted = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
+	used = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	ungated = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+
+	values[1] = CStringGetTextDatum(error);
+	if (permanent || exhausted)
+	{
+		schedq_run(&q_fail_final, values, NULL, 0, SPI_OK_UPDATE);
+		schedq_count(METRIC_TASKS_FAILED, 1);
+		return FAIL_FINAL;
+	}
+
+	/*
+	 * Retry at once as 'available' only when nothing would gate it;
+	 * otherwise the promotion loop decides.
+	 */
+	delay = retry_us >= 0 ? retry_us : fail_backoff_usecs(used);
+	if (delay == 0 && ungated)
+		schedq_task_available_at_commit(SPI_getvalue(tuple, desc, 4),
+										DatumGetArrayTypeP(
+											SPI_getbinval(tuple, desc, 5,
+														  &isnull)),
+										PG_INT32_MAX, DT_NOBEGIN,
+										PG_INT64_MIN /* the head: a bound */);
+	else
+		schedq_wake_scheduler_at_commit();
+	values[2] = Int64GetDatum(delay);
+	values[3] = CStringGetTextDatum(
+		schedq_task_status_names[delay == 0 && ungated ? TASK_AVAILABLE :
+														 TASK_PENDING]);
+	schedq_run(&q_fail_retry, values, NULL, 0, SPI_OK_UPDATE);
+	schedq_count(METRIC_TASKS_RETRIED, 1);
+	return delay == 0 && ungated ? FAIL_RETRY_NOW : FAIL_RETRY;
+}
+
+PG_FUNCTION_INFO_V1(schedq_fail);
+
+/*
+ * schedq.fail(token, error, retry_in, permanent): the attempt failed.
+ * While attempts remain (and the failure is not permanent) the task goes
+ * back to wait retry_in, or the backoff; otherwise it is 'failed'.
+ * Returns the new status, or 'stale' for a grant whose attempt is no
+ * longer the running one.
+ */
+Datum
+schedq_fail(PG_FUNCTION_ARGS)
+{
+	SchedqGrant				 grant;
+	SchedqCall				 call;
+	int64					 retry_us = -1;
+	static const char *const outcome_names[] = {
+		[FAIL_STALE] = "stale",
+		[FAIL_RETRY_NOW] = "available",
+		[FAIL_RETRY] = "pending",
+		[FAIL_FINAL] = "failed",
+	};
+	SchedqFailOutcome outcome;
+
+	attempt_grant_arg(fcinfo, &grant);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("error must not be null"));
+	if (PG_ARGISNULL(3))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("permanent must not be null"));
+	if (!PG_ARGISNULL(2))
+	{
+		retry_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
+		if (retry_us < 0)
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("retry_in must not be negative"));
+	}
+
+	schedq_call_begin(&call);
+	outcome = schedq_fail_attempt(grant.task_id, grant.attempt,
+								  text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								  retry_us, PG_GETARG_BOOL(3));
+	schedq_call_end(&call);
+	PG_RETURN_TEXT_P(cstring_to_text(outcome_names[outcome]));
+}

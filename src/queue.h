@@ -1,0 +1,11 @@
+/*-------------------------------------------------------------------------
+ * queue.h
+ *	  Paused queues: whether a database has any.
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDQ_QUEUE_H
+#define SCHEDQ_QUEUE_H
+
+extern bool schedq_paused_queues_exist(void);
+
+#endif /* SCHEDQ_QUEUE_H */

@@ -1,0 +1,51 @@
+/*-------------------------------------------------------------------------
+ * xact.h
+ *	  Effects at the end of a transaction, and generation counters that
+ *	  tell every backend to look again after a commit.
+ *
+ * A module that must act when the transaction ends (wake a process after
+ * the commit, publish a change) describes its effect once, as a static
+ * SchedqXactEffect, and joins the current transaction whenever it records
+ * something to do.  Joining is cheap and idempotent.
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDQ_XACT_H
+#define SCHEDQ_XACT_H
+
+typedef struct SchedqXactEffect
+{
+	/* Before the commit becomes visible; may raise an error.  Or NULL. */
+	void (*pre_commit)(void);
+	/* Before PREPARE TRANSACTION; raise an error to refuse it.  Or NULL. */
+	void (*pre_prepare)(void);
+	/* After the commit is visible to everyone; must not fail.  Or NULL. */
+	void (*commit)(void);
+	/* Last, however the transaction ended: forget what was recorded. */
+	void (*reset)(void);
+	bool joined; /* xact.c's: joined the current transaction */
+} SchedqXactEffect;
+
+extern void schedq_xact_join(SchedqXactEffect *effect);
+
+/*
+ * Generations: shared counters that change after a commit that changed
+ * what they stand for, so that a backend caching a derived fact (whether
+ * any budget exists, say) knows to look again.  Bumped just before the
+ * commit becomes visible and again after the transaction ends; a reader
+ * reads the generation before it looks, so a look that starts after the
+ * commit returned always sees it.  A transaction that bumps one cannot be
+ * prepared: its commit would come from a session that bumps nothing.
+ */
+typedef enum SchedqGeneration
+{
+	GENERATION_GRANT_KEYS,
+	GENERATION_BUDGETS,
+	GENERATION_QUEUES,
+	NUM_GENERATIONS
+} SchedqGeneration;
+
+extern void	  schedq_xact_init(void);
+extern uint64 schedq_generation(SchedqGeneration generation);
+extern void	  schedq_generation_bump_at_commit(SchedqGeneration generation);
+
+#endif /* SCHEDQ_XACT_H */
