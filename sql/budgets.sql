@@ -58,3 +58,11 @@ COMMIT;
 
 -- Unknown budgets are refused at submit.
 SELECT schedq.submit('x', budgets => '{no-such-budget}');
+
+-- A transaction that changes a budget cannot be prepared for two-phase
+-- commit (its commit, from another session, would not tell the claims of
+-- other sessions to look again); nothing changes.
+BEGIN;
+SELECT schedq.set_budget('prepared', 1);
+PREPARE TRANSACTION 'set-budget';
+SELECT count(*) FROM schedq.budget WHERE name = 'prepared';

@@ -68,3 +68,10 @@ ROLLBACK;
 SELECT kid FROM schedq.grant_key ORDER BY kid;
 SELECT schedq.submit('t2');
 SELECT split_part(token, '.', 1) AS kid FROM schedq.claim('w');
+
+-- Nor can a key rotation be prepared: other sessions would keep signing
+-- with the old key.
+BEGIN;
+SELECT schedq.rotate_grant_key() > 0 AS rotated;
+PREPARE TRANSACTION 'rotate';
+SELECT count(*) FROM schedq.grant_key;

@@ -202,12 +202,47 @@ CREATE TABLE schedq.grant_key (
 );
 COMMENT ON TABLE schedq.grant_key IS 'HMAC keys signing grants; the newest signs, the previous one still verifies';
 
+CREATE TABLE schedq.periodic (
+	name			text PRIMARY KEY,
+	schedule		text NOT NULL,
+	timezone		text NOT NULL DEFAULT 'UTC',
+	enabled			boolean NOT NULL DEFAULT true,
+	next_run		timestamptz,
+	last_run		timestamptz,
+	last_task_id	bigint,
+	next_task_id	bigint NOT NULL DEFAULT nextval('schedq.task_id_seq'),
+	kind			text NOT NULL,
+	payload			jsonb NOT NULL DEFAULT '{}',
+	queue			text NOT NULL DEFAULT 'default',
+	priority		integer NOT NULL DEFAULT 0,
+	max_attempts	integer NOT NULL DEFAULT 5,
+	timeout			interval,
+	lock_key		text,
+	concurrency_key	text,
+	required_caps	text[] NOT NULL DEFAULT '{}',
+	budgets			text[] NOT NULL DEFAULT '{}',
+	cost			numeric NOT NULL DEFAULT 1,
+	owner			regrole NOT NULL,
+	fired			bigint NOT NULL DEFAULT 0,
+	skipped			bigint NOT NULL DEFAULT 0,
+	last_error		text,
+	created_at		timestamptz NOT NULL DEFAULT now(),
+	updated_at		timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE schedq.periodic IS 'periodic schedules and the template of the task each tick submits';
+COMMENT ON COLUMN schedq.periodic.next_task_id IS 'the id the next tick''s task will take, drawn in advance so that a tick inserts its task before it moves the schedule on';
+CREATE INDEX periodic_due_idx ON schedq.periodic (next_run) WHERE enabled;
+ALTER TABLE schedq.periodic ENABLE ROW LEVEL SECURITY;
+CREATE POLICY periodic_visible ON schedq.periodic FOR SELECT
+	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
+
 SELECT pg_catalog.pg_extension_config_dump('schedq.run', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.task', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.queue', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.concurrency_limit', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.budget', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.grant_key', '');
+SELECT pg_catalog.pg_extension_config_dump('schedq.periodic', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.run_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.task_id_seq', '');
 
@@ -434,41 +469,6 @@ COMMENT ON FUNCTION schedq.cancel_run IS 'cancel every unfinished task of a run,
 --
 -- Periodic tasks.
 --
-
-CREATE TABLE schedq.periodic (
-	name			text PRIMARY KEY,
-	schedule		text NOT NULL,
-	timezone		text NOT NULL DEFAULT 'UTC',
-	enabled			boolean NOT NULL DEFAULT true,
-	next_run		timestamptz,
-	last_run		timestamptz,
-	last_task_id	bigint,
-	next_task_id	bigint NOT NULL DEFAULT nextval('schedq.task_id_seq'),
-	kind			text NOT NULL,
-	payload			jsonb NOT NULL DEFAULT '{}',
-	queue			text NOT NULL DEFAULT 'default',
-	priority		integer NOT NULL DEFAULT 0,
-	max_attempts	integer NOT NULL DEFAULT 5,
-	timeout			interval,
-	lock_key		text,
-	concurrency_key	text,
-	required_caps	text[] NOT NULL DEFAULT '{}',
-	budgets			text[] NOT NULL DEFAULT '{}',
-	cost			numeric NOT NULL DEFAULT 1,
-	owner			regrole NOT NULL,
-	fired			bigint NOT NULL DEFAULT 0,
-	skipped			bigint NOT NULL DEFAULT 0,
-	last_error		text,
-	created_at		timestamptz NOT NULL DEFAULT now(),
-	updated_at		timestamptz NOT NULL DEFAULT now()
-);
-COMMENT ON TABLE schedq.periodic IS 'periodic schedules and the template of the task each tick submits';
-COMMENT ON COLUMN schedq.periodic.next_task_id IS 'the id the next tick''s task will take, drawn in advance so that a tick inserts its task before it moves the schedule on';
-CREATE INDEX periodic_due_idx ON schedq.periodic (next_run) WHERE enabled;
-ALTER TABLE schedq.periodic ENABLE ROW LEVEL SECURITY;
-CREATE POLICY periodic_visible ON schedq.periodic FOR SELECT
-	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
-SELECT pg_catalog.pg_extension_config_dump('schedq.periodic', '');
 
 CREATE FUNCTION schedq.schedule(
 	name text,
