@@ -92,7 +92,7 @@ SELECT pg_temp.err($$SELECT schedq.fail(NULL, 'x')$$);
 SELECT pg_temp.err(format('SELECT schedq.fail(%L, NULL)', :'t'));
 SELECT pg_temp.err(format('SELECT schedq.fail(%L, %L, retry_in => %L)', :'t', 'x', '-1 s'));
 SELECT pg_temp.err(format('SELECT schedq.fail(%L, %L, permanent => NULL)', :'t', 'x'));
-SELECT pg_temp.err($$SELECT schedq.complete('1.1.1.1.' || repeat('0', 64))$$);
+SELECT pg_temp.err($$SELECT schedq.complete('1.1.1.1.1.' || repeat('0', 64))$$);
 SELECT pg_temp.err($$SELECT schedq.complete('not a grant')$$);
 -- complete_many: a bad token or a results array of the wrong length fails
 -- the whole call, even with a good token in it (the seed's grant still

@@ -68,6 +68,6 @@ SELECT count(*) FROM schedq.claim('w6');
 
 -- The grant column is a signed token, one per task.
 SELECT schedq.submit('tok');
-SELECT token ~ '^[0-9]+\.[0-9]+\.1\.-?[0-9]+\.[0-9a-f]{64}$' AS token_shape,
+SELECT token ~ '^[0-9]+\.[0-9]+\.1\.-?[0-9]+\.-?[0-9]+\.[0-9a-f]{64}$' AS token_shape,
 	   schedq.verify_grant(token)
   FROM schedq.claim('w7');

@@ -57,12 +57,16 @@ SELECT id, kind, owner FROM schedq.task ORDER BY id;
 -- ... and cannot cancel or retry another's.
 SELECT pg_temp.err($$SELECT schedq.cancel(1)$$);
 SELECT pg_temp.err($$SELECT schedq.retry(1)$$);
--- Nor take another's dedup_key.
+-- dedup keys are per role: another role's key neither blocks a submit nor
+-- shows that it exists, and its task is not touched.
 RESET ROLE;
 SET ROLE regress_schedq_app;
-SELECT schedq.submit('d', dedup_key => 'shared') AS app_task;
+SELECT schedq.submit('d', dedup_key => 'shared') AS app_task \gset
 SET ROLE regress_schedq_other;
-SELECT pg_temp.err($$SELECT schedq.submit('d', dedup_key => 'shared')$$);
+SELECT schedq.submit('d', dedup_key => 'shared') <> :app_task AS own_task;
+SELECT schedq.submit('d', dedup_key => 'shared') = max(id) AS deduplicated
+  FROM schedq.task WHERE dedup_key = 'shared';
+SELECT schedq.cancel(max(id)) FROM schedq.task WHERE dedup_key = 'shared';
 RESET ROLE;
 
 -- A worker gets only the tasks of roles it has the privileges of.

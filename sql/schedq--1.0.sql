@@ -57,6 +57,7 @@ CREATE TABLE schedq.task (
 	lease			interval,
 	lease_expires_at timestamptz,
 	deadline		timestamptz,
+	claim_nonce		bigint,
 	parked			boolean NOT NULL DEFAULT false,
 	parked_on		text,
 	has_dependents	boolean NOT NULL DEFAULT false,
@@ -73,6 +74,7 @@ COMMENT ON TABLE schedq.task IS 'every task, in every state; each role sees its 
 -- Index count matters too: each one costs every claim and complete.
 COMMENT ON COLUMN schedq.task.attempts IS 'attempt number of the latest claim; never decreases';
 COMMENT ON COLUMN schedq.task.retry_base IS 'value of attempts when schedq.retry last gave a fresh allowance';
+COMMENT ON COLUMN schedq.task.claim_nonce IS 'drawn by the claim of the running attempt and signed into its grant: a claim that rolled back never hands out the same nonce again';
 COMMENT ON COLUMN schedq.task.deadline IS 'when the running attempt times out (claim time + timeout); lease_expires_at never passes it';
 COMMENT ON COLUMN schedq.task.parked IS 'pending and blocked by a lock_key, a concurrency limit or a dependency: not looked at again until a gate event frees it';
 COMMENT ON COLUMN schedq.task.parked_on IS 'what holds a parked task back: lock, limit or deps';
@@ -104,7 +106,8 @@ CREATE INDEX task_running_idx ON schedq.task (lease_expires_at)
 CREATE INDEX task_finished_idx ON schedq.task (finished_at)
 	WHERE status IN ('done', 'failed', 'canceled', 'skipped');
 -- At most one live task per dedup_key.
-CREATE UNIQUE INDEX task_dedup_idx ON schedq.task (dedup_key)
+-- dedup keys are per owner: another role's key neither conflicts nor shows.
+CREATE UNIQUE INDEX task_dedup_idx ON schedq.task (owner, dedup_key)
 	WHERE dedup_key IS NOT NULL AND status IN ('pending', 'available', 'running');
 -- Exclusive keys and concurrency keys, live tasks only.
 CREATE INDEX task_lock_key_idx ON schedq.task (lock_key, version, id)

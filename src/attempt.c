@@ -22,7 +22,7 @@
 
 #include "attempt.h"
 #include "call.h"
-#include "cron.h"
+#include "check.h"
 #include "grant.h"
 #include "metrics.h"
 #include "plan.h"
@@ -33,42 +33,51 @@
 #define BACKOFF_BASE_USECS USECS_PER_SEC
 #define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
 
+/* The running attempt a grant names: $1 id, $2 attempt, $3 nonce. */
+#define ATTEMPT_IS_RUNNING                                                     \
+	" id = $1 AND attempts = $2 AND claim_nonce = $3 AND status = 'running'"
+
 static SchedqQuery q_heartbeat =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET lease_expires_at = least(greatest(lease_expires_at,"
-				 "     now() + COALESCE($3, lease)), deadline)"
-				 " WHERE id = $1 AND attempts = $2 AND status = 'running'"
-				 " RETURNING lease_expires_at",
-				 INT8OID, INT4OID, INTERVALOID);
+				 "     now() + COALESCE($4, lease)), deadline)"
+				 " WHERE" ATTEMPT_IS_RUNNING " RETURNING lease_expires_at",
+				 INT8OID, INT4OID, INT8OID, INTERVALOID);
 static SchedqQuery q_complete =
 	SCHEDQ_QUERY("UPDATE schedq.task"
-				 " SET status = 'done', result = $3, finished_at = now()"
-				 " WHERE id = $1 AND attempts = $2 AND status = 'running'",
-				 INT8OID, INT4OID, JSONBOID);
+				 " SET status = 'done', result = $4, finished_at = now()"
+				 " WHERE" ATTEMPT_IS_RUNNING,
+				 INT8OID, INT4OID, INT8OID, JSONBOID);
 static SchedqQuery q_complete_tid =
 	SCHEDQ_QUERY("UPDATE schedq.task"
-				 " SET status = 'done', result = $3,"
-				 "     finished_at = now()"
-				 " WHERE ctid = $4 AND id = $1 AND attempts = $2"
-				 "   AND status = 'running'",
-				 INT8OID, INT4OID, JSONBOID, TIDOID);
+				 " SET status = 'done', result = $4, finished_at = now()"
+				 " WHERE ctid = $5 AND" ATTEMPT_IS_RUNNING,
+				 INT8OID, INT4OID, INT8OID, JSONBOID, TIDOID);
+/*
+ * The status test is written so that it does not match the predicate of
+ * task_running_idx: a generic plan would otherwise read every running
+ * task through that index to find these.
+ */
 static SchedqQuery q_complete_many =
 	SCHEDQ_QUERY("UPDATE schedq.task t"
 				 " SET status = 'done', finished_at = now(),"
-				 "     result = ($3)[array_position($1, t.id)]"
+				 "     result = ($4)[array_position($1, t.id)]"
 				 " WHERE t.id = ANY ($1)"
 				 "   AND t.attempts = ($2)[array_position($1, t.id)]"
+				 "   AND t.claim_nonce = ($3)[array_position($1, t.id)]"
 				 "   AND COALESCE(t.status, '') = 'running'"
 				 " RETURNING t.id",
-				 INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID);
+				 INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID);
+/* $3 NULL: any nonce (the reaper, which locked the row itself) */
 static SchedqQuery q_fail_lock =
 	SCHEDQ_QUERY("SELECT attempts - retry_base >= max_attempts,"
 				 "       attempts - retry_base," TASK_UNGATED_SQL ","
 				 "       queue, required_caps"
 				 " FROM schedq.task"
 				 " WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				 "   AND ($3::bigint IS NULL OR claim_nonce = $3)"
 				 " FOR UPDATE",
-				 INT8OID, INT4OID);
+				 INT8OID, INT4OID, INT8OID);
 static SchedqQuery q_fail_final =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET status = 'failed', last_error = $2,"
@@ -83,8 +92,6 @@ static SchedqQuery q_fail_retry =
 				 "     deadline = NULL"
 				 " WHERE id = $1",
 				 INT8OID, TEXTOID, INT8OID, TEXTOID);
-
-/* Which queue filter a claim's candidate query has. */
 
 /*
  * Where the tasks this backend claimed last were, so that complete() in
@@ -127,15 +134,19 @@ schedq_attempt_claimed_at(int64 task_id, int32 attempt, ItemPointer tid)
 
 /*
  * Read and check the grant argument shared by heartbeat, complete and
- * fail.
+ * fail, and put the attempt it names into values[0..2], the parameters of
+ * ATTEMPT_IS_RUNNING.
  */
 static void
-attempt_grant_arg(FunctionCallInfo fcinfo, SchedqGrant *grant)
+attempt_grant_arg(FunctionCallInfo fcinfo, SchedqGrant *grant, Datum *values)
 {
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("token must not be null"));
 	schedq_grant_require(text_to_cstring(PG_GETARG_TEXT_PP(0)), grant);
+	values[0] = Int64GetDatum(grant->task_id);
+	values[1] = Int32GetDatum(grant->attempt);
+	values[2] = Int64GetDatum(grant->nonce);
 }
 
 PG_FUNCTION_INFO_V1(schedq_heartbeat);
@@ -150,23 +161,21 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 {
 	SchedqGrant grant;
 	SchedqCall	call;
-	Datum		values[3];
-	char		nulls[3] = { ' ', ' ', ' ' };
+	Datum		values[4];
+	char		nulls[4] = { ' ', ' ', ' ', ' ' };
 	bool		isnull = true;
 	Datum		expires = (Datum) 0;
 
-	attempt_grant_arg(fcinfo, &grant);
+	attempt_grant_arg(fcinfo, &grant, values);
 	if (PG_ARGISNULL(1))
-		nulls[2] = 'n';
+		nulls[3] = 'n';
 	else
 	{
-		values[2] = PG_GETARG_DATUM(1);
-		if (schedq_interval_usecs(PG_GETARG_INTERVAL_P(1)) <= 0)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("extend must be positive"));
+		values[3] = PG_GETARG_DATUM(1);
+		(void) schedq_check_interval("extend", PG_GETARG_INTERVAL_P(1), false,
+									 SCHEDQ_MAX_INTERVAL_USECS,
+									 SCHEDQ_MAX_INTERVAL_TEXT);
 	}
-	values[0] = Int64GetDatum(grant.task_id);
-	values[1] = Int32GetDatum(grant.attempt);
 
 	schedq_call_begin(&call);
 	if (schedq_run(&q_heartbeat, values, nulls, 0, SPI_OK_UPDATE_RETURNING) ==
@@ -191,21 +200,21 @@ schedq_complete(PG_FUNCTION_ARGS)
 {
 	SchedqGrant grant;
 	SchedqCall	call;
-	Datum		values[4];
-	char		nulls[4] = { ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ', ' ' };
+	Datum		values[5];
+	char		nulls[5] = { ' ', ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ', ' ' };
 	ClaimedRow *slot;
 	bool		done = false;
 
-	attempt_grant_arg(fcinfo, &grant);
-	values[0] = Int64GetDatum(grant.task_id);
-	values[1] = Int32GetDatum(grant.attempt);
-	values[2] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	attempt_grant_arg(fcinfo, &grant, values);
+	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	if (!PG_ARGISNULL(1))
+		schedq_check_jsonb_size("result", values[3]);
 
 	slot = claimed_row_slot(grant.task_id);
 	schedq_call_begin(&call);
 	if (slot->task_id == grant.task_id && slot->attempt == grant.attempt)
 	{
-		values[3] = PointerGetDatum(&slot->tid);
+		values[4] = PointerGetDatum(&slot->tid);
 		slot->task_id = 0;
 		done =
 			schedq_run(&q_complete_tid, values, nulls, 0, SPI_OK_UPDATE) == 1;
@@ -251,8 +260,9 @@ schedq_complete_many(PG_FUNCTION_ARGS)
 	int		   nresults;
 	Datum	  *ids;
 	Datum	  *attempts;
-	Datum	   values[3];
-	char	   nulls[3] = { ' ', ' ', ' ' };
+	Datum	  *nonces;
+	Datum	   values[4];
+	char	   nulls[4] = { ' ', ' ', ' ', ' ' };
 	int64	  *done;
 	bool	  *used;
 	int		   ndone;
@@ -275,10 +285,14 @@ schedq_complete_many(PG_FUNCTION_ARGS)
 			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("results must have one element per token"),
 					errdetail("%d tokens, %d results.", n, nresults));
+		for (int i = 0; i < n; i++)
+			if (!result_nulls[i])
+				schedq_check_jsonb_size("result", results[i]);
 	}
 
 	ids = palloc(sizeof(Datum) * Max(n, 1));
 	attempts = palloc(sizeof(Datum) * Max(n, 1));
+	nonces = palloc(sizeof(Datum) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		SchedqGrant grant;
@@ -289,31 +303,32 @@ schedq_complete_many(PG_FUNCTION_ARGS)
 		schedq_grant_require(TextDatumGetCString(tokens[i]), &grant);
 		ids[i] = Int64GetDatum(grant.task_id);
 		attempts[i] = Int32GetDatum(grant.attempt);
+		nonces[i] = Int64GetDatum(grant.nonce);
 	}
 	values[0] = PointerGetDatum(
 		construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[1] = PointerGetDatum(
 		construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
+	values[2] =
+		PointerGetDatum(construct_array(nonces, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										TYPALIGN_DOUBLE));
 	if (results != NULL)
 	{
 		int lbound = 1; /* whatever the caller's array had */
 
-		values[2] = PointerGetDatum(
+		values[3] = PointerGetDatum(
 			construct_md_array(results, result_nulls, 1, &n, &lbound, JSONBOID,
 							   -1, false, TYPALIGN_INT));
 	}
 	else
-		nulls[2] = 'n';
+		nulls[3] = 'n';
 	/* here, not inside the call: SPI_finish frees what was made there */
 	done = palloc(sizeof(int64) * Max(n, 1));
 
 	schedq_call_begin(&call);
 	/*
 	 * One UPDATE through the primary key.  A task given twice takes its
-	 * attempt and result from its first place (array_position).  The
-	 * status test is written so that it does not match the predicate of
-	 * task_running_idx: a generic plan would otherwise read every running
-	 * task through that index to find these.
+	 * attempt, nonce and result from its first place (array_position).
 	 */
 	ndone =
 		schedq_run(&q_complete_many, values, nulls, 0, SPI_OK_UPDATE_RETURNING);
@@ -371,10 +386,11 @@ fail_backoff_usecs(int32 used)
  * fail() and the reaper.  Inside the caller's SPI connection.
  */
 SchedqFailOutcome
-schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
-					int64 retry_us, bool permanent)
+schedq_fail_attempt(int64 task_id, int32 attempt, const int64 *nonce,
+					const char *error, int64 retry_us, bool permanent)
 {
 	Datum	  values[4];
+	char	  nulls[3] = { ' ', ' ', nonce ? ' ' : 'n' };
 	HeapTuple tuple;
 	TupleDesc desc;
 	bool	  isnull;
@@ -385,7 +401,8 @@ schedq_fail_attempt(int64 task_id, int32 attempt, const char *error,
 
 	values[0] = Int64GetDatum(task_id);
 	values[1] = Int32GetDatum(attempt);
-	if (schedq_run(&q_fail_lock, values, NULL, 0, SPI_OK_SELECT) == 0)
+	values[2] = nonce ? Int64GetDatum(*nonce) : (Datum) 0;
+	if (schedq_run(&q_fail_lock, values, nulls, 0, SPI_OK_SELECT) == 0)
 		return FAIL_STALE;
 
 	tuple = SPI_tuptable->vals[0];
@@ -439,6 +456,7 @@ schedq_fail(PG_FUNCTION_ARGS)
 {
 	SchedqGrant				 grant;
 	SchedqCall				 call;
+	Datum					 attempt[3];
 	int64					 retry_us = -1;
 	static const char *const outcome_names[] = {
 		[FAIL_STALE] = "stale",
@@ -448,23 +466,22 @@ schedq_fail(PG_FUNCTION_ARGS)
 	};
 	SchedqFailOutcome outcome;
 
-	attempt_grant_arg(fcinfo, &grant);
+	attempt_grant_arg(fcinfo, &grant, attempt);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("error must not be null"));
+	schedq_check_text_size("error", PG_GETARG_TEXT_PP(1),
+						   SCHEDQ_MAX_ERROR_BYTES);
 	if (PG_ARGISNULL(3))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("permanent must not be null"));
 	if (!PG_ARGISNULL(2))
-	{
-		retry_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
-		if (retry_us < 0)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("retry_in must not be negative"));
-	}
+		retry_us = schedq_check_interval("retry_in", PG_GETARG_INTERVAL_P(2),
+										 true, SCHEDQ_MAX_INTERVAL_USECS,
+										 SCHEDQ_MAX_INTERVAL_TEXT);
 
 	schedq_call_begin(&call);
-	outcome = schedq_fail_attempt(grant.task_id, grant.attempt,
+	outcome = schedq_fail_attempt(grant.task_id, grant.attempt, &grant.nonce,
 								  text_to_cstring(PG_GETARG_TEXT_PP(1)),
 								  retry_us, PG_GETARG_BOOL(3));
 	schedq_call_end(&call);

@@ -19,6 +19,7 @@ typedef enum SchedqFailOutcome
 } SchedqFailOutcome;
 
 extern SchedqFailOutcome schedq_fail_attempt(int64 task_id, int32 attempt,
+											 const int64 *nonce,
 											 const char *error, int64 retry_us,
 											 bool permanent);
 extern void				 schedq_attempt_claimed_at(int64 task_id, int32 attempt,

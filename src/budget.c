@@ -22,6 +22,7 @@
 
 #include "budget.h"
 #include "call.h"
+#include "check.h"
 #include "cron.h"
 #include "plan.h"
 #include "wake.h"
@@ -128,6 +129,7 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 	if (VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("name must not be empty"));
+	schedq_check_name("name", PG_GETARG_TEXT_PP(0));
 	limit = PG_GETARG_NUMERIC(1);
 	if (numeric_is_nan(limit) || numeric_is_inf(limit) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(limit),
@@ -142,9 +144,9 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("budget period must not contain months or years"),
 					errhint("Use days instead, for example '30 days'."));
-		if (schedq_interval_usecs(period) <= 0)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("budget period must be positive"));
+		(void) schedq_check_interval("budget period", period, false,
+									 SCHEDQ_MAX_INTERVAL_USECS,
+									 SCHEDQ_MAX_INTERVAL_TEXT);
 		values[2] = PointerGetDatum(period);
 	}
 	values[0] = PG_GETARG_DATUM(0);

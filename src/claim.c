@@ -21,6 +21,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/pg_prng.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -35,6 +36,7 @@
 #include "attempt.h"
 #include "budget.h"
 #include "call.h"
+#include "check.h"
 #include "compat.h"
 #include "cron.h"
 #include "floor.h"
@@ -66,6 +68,7 @@ typedef struct ClaimArgs
 	int32			 n;
 	Datum			 worker; /* text */
 	Interval		*lease;
+	int64			 nonce; /* fences this claim's attempts (grant.c) */
 	int64			 wait_us;
 	ReturnSetInfo	*rsinfo;
 } ClaimArgs;
@@ -86,11 +89,11 @@ typedef struct ClaimArgs
  * sort the whole available set instead of walking task_available_idx.
  *
  * Parameters: $1 n, $2 queues, $3 caps, $4 caller, $5 admin, $6 worker,
- * $7 lease, $8 the clock, $9-$11 the claim floor.
+ * $7 lease, $8 the clock, $9-$11 the claim floor, $12 the claim's nonce.
  */
 #define CLAIM_TYPES                                                            \
 	INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID, TEXTOID,             \
-		INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT8OID
+		INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT8OID, INT8OID
 
 #define CLAIM_BUDGET_FILTER                                                      \
 	" AND (t.budgets = '{}' OR NOT EXISTS ("                                     \
@@ -142,14 +145,18 @@ static SchedqQuery claim_candidates[CLAIM_NUM_FILTERS] = {
 #define CLAIM_SET                                                              \
 	" SET status = 'running', attempts = t.attempts + 1, claimed_by = $6,"     \
 	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout),"      \
-	"     started_at = $8, deadline = $8 + t.timeout"
+	"     started_at = $8, deadline = $8 + t.timeout, claim_nonce = $12"
 
-/* The budgeted path's second statement: take the admitted candidates. */
+/*
+ * The budgeted path's second statement: take the admitted candidates.
+ * The parameters are the candidate query's, with $1 the admitted ids.
+ */
 static SchedqQuery claim_take =
 	SCHEDQ_QUERY("UPDATE schedq.task t" CLAIM_SET
 				 " WHERE t.id = ANY ($1)" CLAIM_RETURNING,
 				 INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID,
-				 TEXTOID, INTERVALOID, TIMESTAMPTZOID);
+				 TEXTOID, INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID,
+				 INT8OID, INT8OID);
 
 /*
  * The one-statement claim: candidates locked and taken at once.  The CTE
@@ -223,15 +230,18 @@ claim_emit(ClaimArgs *args, int n)
 	qsort(rows, n, sizeof(HeapTuple), claim_cmp);
 	for (int i = 0; i < n; i++)
 	{
-		Datum out[9];
-		bool  outnull[9];
-		bool  isnull;
+		Datum		out[9];
+		bool		outnull[9];
+		bool		isnull;
+		SchedqGrant grant;
 
 		for (int c = 0; c < 8; c++)
 			out[c] = SPI_getbinval(rows[i], desc, c + 1, &outnull[c]);
-		out[8] = CStringGetTextDatum(
-			schedq_grant_sign(DatumGetInt64(out[0]), DatumGetInt32(out[1]),
-							  DatumGetTimestampTz(out[7])));
+		grant.task_id = DatumGetInt64(out[0]);
+		grant.attempt = DatumGetInt32(out[1]);
+		grant.lease_expires = DatumGetTimestampTz(out[7]);
+		grant.nonce = args->nonce;
+		out[8] = CStringGetTextDatum(schedq_grant_sign(&grant));
 		outnull[8] = false;
 		schedq_attempt_claimed_at(DatumGetInt64(out[0]), DatumGetInt32(out[1]),
 								  (ItemPointer) DatumGetPointer(
@@ -251,8 +261,9 @@ claim_emit(ClaimArgs *args, int n)
 static int
 claim_once(ClaimArgs *args)
 {
-	Datum values[11];
-	char  nulls[11] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	Datum		   values[12];
+	char		   nulls[12] = { ' ', ' ', ' ', ' ', ' ', ' ',
+								 ' ', ' ', ' ', ' ', ' ', ' ' };
 	SchedqClaimKey floor;
 	SPITupleTable *candidates;
 	Datum		  *ids;
@@ -275,6 +286,9 @@ claim_once(ClaimArgs *args)
 	values[8] = Int64GetDatum(floor.prio);
 	values[9] = TimestampTzGetDatum(floor.run_at);
 	values[10] = Int64GetDatum(floor.id);
+	/* drawn anew by every look: a claim that rolls back leaves it unused */
+	args->nonce = (int64) pg_prng_uint64(&pg_global_prng_state);
+	values[11] = Int64GetDatum(args->nonce);
 
 	if (!schedq_budgets_exist())
 	{
@@ -421,15 +435,14 @@ schedq_claim(PG_FUNCTION_ARGS)
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("worker must not be null"));
 	args.worker = PG_GETARG_DATUM(0);
+	schedq_check_name("worker", PG_GETARG_TEXT_PP(0));
 	if (PG_ARGISNULL(2))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not be null"),
 				errhint(
 					"Pass an empty array for a worker without capabilities."));
 	args.caps = PG_GETARG_DATUM(2);
-	if (array_contains_nulls(DatumGetArrayTypeP(args.caps)))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("caps must not contain nulls"));
+	schedq_check_names("caps", DatumGetArrayTypeP(args.caps), SCHEDQ_MAX_NAMES);
 	if (PG_ARGISNULL(3))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("n must not be null"));
@@ -445,17 +458,16 @@ schedq_claim(PG_FUNCTION_ARGS)
 	else
 	{
 		args.lease = PG_GETARG_INTERVAL_P(4);
-		if (schedq_interval_usecs(args.lease) <= 0)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("lease must be positive"));
+		(void) schedq_check_interval("lease", args.lease, false,
+									 SCHEDQ_MAX_INTERVAL_USECS,
+									 SCHEDQ_MAX_INTERVAL_TEXT);
 	}
 	if (PG_ARGISNULL(5))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
-	args.wait_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(5));
-	if (args.wait_us < 0)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("wait must not be negative"));
+	args.wait_us =
+		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(5), true,
+							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
 	if (args.wait_us > 0 && IsolationUsesXactSnapshot())
 		ereport(
 			ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -469,9 +481,7 @@ schedq_claim(PG_FUNCTION_ARGS)
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
 		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 
-		if (array_contains_nulls(arr))
-			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					errmsg("queues must not contain nulls"));
+		schedq_check_names("queues", arr, SCHEDQ_MAX_QUEUES);
 		args.queues = PointerGetDatum(arr);
 		args.filter =
 			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?

@@ -2,11 +2,16 @@
  * grant.c
  *	  Grants: signing and checking the tokens that claim hands out.
  *
- * A grant names a task, the attempt it was claimed for and the lease that
- * claim gave, and is signed with HMAC-SHA-256 under a secret of the
- * database:
+ * A grant names a task, the attempt it was claimed for, the lease that
+ * claim gave and the claim's nonce, and is signed with HMAC-SHA-256 under
+ * a secret of the database:
  *
- *		<kid>.<task id>.<attempt>.<lease expiry, us since 2000>.<64 hex digits>
+ *		<kid>.<task id>.<attempt>.<lease expiry, us since 2000>.<nonce>.<64 hex>
+ *
+ * The nonce is drawn by each claim and stored in the task row with the
+ * attempt (claim_nonce); every write a grant allows checks it.  It fences
+ * claims that roll back: such a claim's attempt number is handed out
+ * again by the next claim, but never its nonce.
  *
  * The signed message also holds the database OID, so a grant of one
  * database is worthless in another.  Secrets live in schedq.grant_key,
@@ -72,9 +77,9 @@ static SchedqQuery q_rotate =
 static SchedqQuery q_task_state =
 	SCHEDQ_QUERY("SELECT lease_expires_at < now()"
 				 " FROM schedq.task"
-				 " WHERE id = $1 AND attempts = $2"
+				 " WHERE id = $1 AND attempts = $2 AND claim_nonce = $3"
 				 " AND status = 'running'",
-				 INT8OID, INT4OID);
+				 INT8OID, INT4OID, INT8OID);
 
 /*
  * Make sure the key cache is current.  Runs its query in a nested SPI
@@ -124,17 +129,17 @@ grant_load_keys(bool force)
  * HMAC-SHA-256 of a grant's fields under one key.
  */
 static void
-grant_mac(const GrantKey *key, int64 task_id, int32 attempt,
-		  TimestampTz lease_expires, uint8 *mac)
+grant_mac(const GrantKey *key, const SchedqGrant *grant, uint8 *mac)
 {
-	char		 msg[128];
+	char		 msg[160];
 	int			 len;
 	pg_hmac_ctx *ctx;
 
 	len = snprintf(msg, sizeof(msg),
-				   "schedq:1:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT,
-				   MyDatabaseId, key->kid, task_id, attempt,
-				   (int64) lease_expires);
+				   "schedq:2:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT
+				   ":" INT64_FORMAT,
+				   MyDatabaseId, key->kid, grant->task_id, grant->attempt,
+				   (int64) grant->lease_expires, grant->nonce);
 	ctx = pg_hmac_create(PG_SHA256);
 	if (ctx == NULL)
 		elog(ERROR, "out of memory");
@@ -154,17 +159,18 @@ grant_mac(const GrantKey *key, int64 task_id, int32 attempt,
  * Sign a grant with the newest key.  The result is palloc'd.
  */
 char *
-schedq_grant_sign(int64 task_id, int32 attempt, TimestampTz lease_expires)
+schedq_grant_sign(const SchedqGrant *grant)
 {
 	uint8 mac[PG_SHA256_DIGEST_LENGTH];
 	char  hex[PG_SHA256_DIGEST_LENGTH * 2 + 1];
 
 	grant_load_keys(false);
-	grant_mac(&grant_keys[0], task_id, attempt, lease_expires, mac);
+	grant_mac(&grant_keys[0], grant, mac);
 	hex[hex_encode((const char *) mac, sizeof(mac), hex)] = '\0';
-	return psprintf("%d." INT64_FORMAT ".%d." INT64_FORMAT ".%s",
-					grant_keys[0].kid, task_id, attempt, (int64) lease_expires,
-					hex);
+	return psprintf("%d." INT64_FORMAT ".%d." INT64_FORMAT "." INT64_FORMAT
+					".%s",
+					grant_keys[0].kid, grant->task_id, grant->attempt,
+					(int64) grant->lease_expires, grant->nonce, hex);
 }
 
 /*
@@ -210,7 +216,8 @@ static SchedqGrantCheck
 grant_parse(const char *token, SchedqGrant *grant)
 {
 	const char	   *p = token;
-	int64			kid, task_id, attempt, lease;
+	int64			kid, task_id, attempt, lease, nonce;
+	SchedqGrant		parsed;
 	uint8			given[PG_SHA256_DIGEST_LENGTH];
 	uint8			expected[PG_SHA256_DIGEST_LENGTH];
 	const GrantKey *key = NULL;
@@ -220,7 +227,8 @@ grant_parse(const char *token, SchedqGrant *grant)
 	if (!grant_parse_field(&p, false, 1, PG_INT32_MAX, &kid) ||
 		!grant_parse_field(&p, false, 1, PG_INT64_MAX, &task_id) ||
 		!grant_parse_field(&p, false, 1, PG_INT32_MAX, &attempt) ||
-		!grant_parse_field(&p, false, PG_INT64_MIN, PG_INT64_MAX, &lease))
+		!grant_parse_field(&p, false, PG_INT64_MIN, PG_INT64_MAX, &lease) ||
+		!grant_parse_field(&p, false, PG_INT64_MIN, PG_INT64_MAX, &nonce))
 		return GRANT_MALFORMED;
 	sig = p;
 	if (strlen(sig) != PG_SHA256_DIGEST_LENGTH * 2 ||
@@ -240,15 +248,17 @@ grant_parse(const char *token, SchedqGrant *grant)
 	if (key == NULL)
 		return GRANT_BAD_SIGNATURE;
 
-	grant_mac(key, task_id, (int32) attempt, (TimestampTz) lease, expected);
+	parsed.task_id = task_id;
+	parsed.attempt = (int32) attempt;
+	parsed.lease_expires = (TimestampTz) lease;
+	parsed.nonce = nonce;
+	grant_mac(key, &parsed, expected);
 	for (int i = 0; i < PG_SHA256_DIGEST_LENGTH; i++)
 		diff |= given[i] ^ expected[i];
 	if (diff != 0)
 		return GRANT_BAD_SIGNATURE;
 
-	grant->task_id = task_id;
-	grant->attempt = (int32) attempt;
-	grant->lease_expires = (TimestampTz) lease;
+	*grant = parsed;
 	return GRANT_OK;
 }
 
@@ -301,8 +311,9 @@ schedq_verify_grant(PG_FUNCTION_ARGS)
 			break;
 		default:
 		{
-			Datum values[2] = { Int64GetDatum(grant.task_id),
-								Int32GetDatum(grant.attempt) };
+			Datum values[3] = { Int64GetDatum(grant.task_id),
+								Int32GetDatum(grant.attempt),
+								Int64GetDatum(grant.nonce) };
 
 			if (schedq_run(&q_task_state, values, NULL, 1, SPI_OK_SELECT) == 0)
 				verdict = "stale";

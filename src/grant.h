@@ -14,10 +14,10 @@ typedef struct SchedqGrant
 	int64		task_id;
 	int32		attempt;
 	TimestampTz lease_expires;
+	int64		nonce; /* the claim's: schedq.task.claim_nonce */
 } SchedqGrant;
 
-extern char *schedq_grant_sign(int64 task_id, int32 attempt,
-							   TimestampTz lease_expires);
+extern char *schedq_grant_sign(const SchedqGrant *grant);
 extern void	 schedq_grant_require(const char *token, SchedqGrant *grant);
 
 #endif /* SCHEDQ_GRANT_H */

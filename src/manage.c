@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "call.h"
+#include "check.h"
 #include "executor.h"
 #include "metrics.h"
 #include "plan.h"
@@ -35,11 +36,11 @@ static SchedqQuery q_cancel =
 				 " SET status = 'canceled', finished_at = now()"
 				 " WHERE id = $1",
 				 INT8OID);
-static SchedqQuery q_retry_dedup =
-	SCHEDQ_QUERY("SELECT t.dedup_key FROM schedq.task t, schedq.task o"
-				 " WHERE t.id = $1 AND o.dedup_key = t.dedup_key"
-				 " AND o.status IN " TASK_LIVE_SQL,
-				 INT8OID);
+static SchedqQuery q_retry_dedup = SCHEDQ_QUERY(
+	"SELECT t.dedup_key FROM schedq.task t, schedq.task o"
+	" WHERE t.id = $1 AND o.owner = t.owner AND o.dedup_key = t.dedup_key"
+	" AND o.status IN " TASK_LIVE_SQL,
+	INT8OID);
 static SchedqQuery q_retry =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET status = CASE WHEN" TASK_UNGATED_SQL
@@ -183,6 +184,7 @@ schedq_set_concurrency_limit(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("key must not be null"));
+	schedq_check_name("key", PG_GETARG_TEXT_PP(0));
 	values[0] = PG_GETARG_DATUM(0);
 	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -34,6 +34,7 @@
 #include "utils/timestamp.h"
 
 #include "call.h"
+#include "check.h"
 #include "cron.h"
 #include "metrics.h"
 #include "periodic.h"
@@ -120,10 +121,12 @@ static SchedqQuery q_upsert = SCHEDQ_QUERY(
 	"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
 	"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
 	"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
-	"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()",
+	"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()"
+	/* a row another role inserted meanwhile is that role's to replace */
+	" WHERE $18 OR pg_has_role($17, p.owner::oid, 'USAGE')",
 	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
 	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-	NUMERICOID, TIMESTAMPTZOID, OIDOID);
+	NUMERICOID, TIMESTAMPTZOID, OIDOID, BOOLOID);
 static SchedqQuery q_owner = SCHEDQ_QUERY(
 	"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
 	TEXTOID);
@@ -155,6 +158,17 @@ periodic_first_run(const char *schedule, const char *timezone,
 	return next;
 }
 
+/*
+ * An error unless a schedule and its time zone are within the limits
+ * (check.h), before either is parsed or quoted in a message.
+ */
+static void
+periodic_check_schedule(text *schedule, text *timezone)
+{
+	schedq_check_text_size("schedule", schedule, SCHEDQ_MAX_SCHEDULE_BYTES);
+	schedq_check_name("timezone", timezone);
+}
+
 PG_FUNCTION_INFO_V1(schedq_next_runs);
 
 /*
@@ -164,13 +178,16 @@ Datum
 schedq_next_runs(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		  *schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char		  *timezone = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char		  *schedule;
+	char		  *timezone;
 	TimestampTz	   after = PG_GETARG_TIMESTAMPTZ(2);
 	int32		   n = PG_GETARG_INT32(3);
 	SchedqSchedule sched;
 	pg_tz		  *tz;
 
+	periodic_check_schedule(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
+	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	timezone = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (n <= 0 || n > NEXT_RUNS_MAX)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("n must be between 1 and %d", NEXT_RUNS_MAX));
@@ -279,8 +296,8 @@ periodic_upsert(Datum *values, bool *nulls)
 		"enabled", "queue",	   "priority",		"max_attempts", NULL,
 		NULL,	   NULL,	   "required_caps", "budgets",		"cost"
 	};
-	Datum		args[SCHEDULE_COLUMNS + 2];
-	char		argnulls[SCHEDULE_COLUMNS + 2];
+	Datum		args[SCHEDULE_COLUMNS + 3];
+	char		argnulls[SCHEDULE_COLUMNS + 3];
 	SchedqCall	call;
 	char	   *name;
 	TimestampTz next;
@@ -294,6 +311,9 @@ periodic_upsert(Datum *values, bool *nulls)
 	if (name[0] == '\0')
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("name must not be empty"));
+	schedq_check_name("name", DatumGetTextPP(values[0]));
+	periodic_check_schedule(DatumGetTextPP(values[1]),
+							DatumGetTextPP(values[4]));
 	next = periodic_first_run(TextDatumGetCString(values[1]),
 							  TextDatumGetCString(values[4]),
 							  GetCurrentTimestamp());
@@ -319,7 +339,17 @@ periodic_upsert(Datum *values, bool *nulls)
 	argnulls[SCHEDULE_COLUMNS] = ' ';
 	args[SCHEDULE_COLUMNS + 1] = ObjectIdGetDatum(call.caller);
 	argnulls[SCHEDULE_COLUMNS + 1] = ' ';
-	schedq_run(&q_upsert, args, argnulls, 0, SPI_OK_INSERT);
+	args[SCHEDULE_COLUMNS + 2] = BoolGetDatum(call.admin);
+	argnulls[SCHEDULE_COLUMNS + 2] = ' ';
+
+	/*
+	 * The owner check above sees no row when another role is inserting
+	 * the same name concurrently; ON CONFLICT then waits for it, and its
+	 * WHERE refuses to replace that role's schedule.
+	 */
+	if (schedq_run(&q_upsert, args, argnulls, 0, SPI_OK_INSERT) == 0)
+		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("permission denied for periodic task \"%s\"", name));
 	schedq_call_end(&call);
 	schedq_wake_scheduler_at_commit();
 }
@@ -401,6 +431,7 @@ schedq_unschedule(PG_FUNCTION_ARGS)
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("name must not be null"));
 	name = PG_GETARG_DATUM(0);
+	schedq_check_name("name", DatumGetTextPP(name));
 
 	schedq_call_begin(&call);
 	if (schedq_run(&q_owner, &name, NULL, 0, SPI_OK_SELECT) > 0)

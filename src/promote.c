@@ -39,6 +39,7 @@
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "common/hashfn.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -153,16 +154,33 @@ static SchedqQuery q_next_due =
 				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
 				 TIMESTAMPTZOID);
 
-/* What the pass knows about one key, cached for the pass. */
+/*
+ * What the pass knows about one key, cached for the pass.  Hashed by the
+ * whole key: keys of any length that share a prefix are different keys.
+ */
 typedef struct KeyState
 {
-	char  key[NAMEDATALEN * 2]; /* hash key: "L:" or "C:" + key */
-	int64 head;					/* lock key: first live task in key order */
-	bool  held;					/* lock key: a task of it is active, or was
-								 * promoted in this pass */
-	int32 limit;				/* concurrency key: -1 = no limit */
-	int64 active;				/* concurrency key: available + running */
+	const char *key;	/* hash key: "L:" or "C:" + the key, palloc'd */
+	int64		head;	/* lock key: first live task in key order */
+	bool		held;	/* lock key: a task of it is active, or was
+						 * promoted in this pass */
+	int32		limit;	/* concurrency key: -1 = no limit */
+	int64		active; /* concurrency key: available + running */
 } KeyState;
+
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	const char *s = *(const char *const *) key;
+
+	return string_hash(s, strlen(s) + 1);
+}
+
+static int
+key_match(const void *key1, const void *key2, Size keysize)
+{
+	return strcmp(*(const char *const *) key1, *(const char *const *) key2);
+}
 
 /*
  * Take the pass lock, waiting for a pass running elsewhere.
@@ -238,13 +256,12 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 static KeyState *
 promote_key(HTAB *keys, char kind, const char *key, bool *found)
 {
-	char hkey[NAMEDATALEN * 2];
+	char	 *hkey = psprintf("%c:%s", kind, key);
+	KeyState *ks = (KeyState *) hash_search(keys, &hkey, HASH_ENTER, found);
 
-	memset(hkey, 0, sizeof(hkey));
-	hkey[0] = kind;
-	hkey[1] = ':';
-	strlcpy(hkey + 2, key, sizeof(hkey) - 2);
-	return (KeyState *) hash_search(keys, hkey, HASH_ENTER, found);
+	if (*found)
+		pfree(hkey);
+	return ks;
 }
 
 /*
@@ -340,11 +357,13 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	rows = SPI_tuptable;
 
 	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = NAMEDATALEN * 2;
+	ctl.keysize = sizeof(char *);
 	ctl.entrysize = sizeof(KeyState);
+	ctl.hash = key_hash;
+	ctl.match = key_match;
 	ctl.hcxt = CurrentMemoryContext;
 	keys = hash_create("schedq promotion keys", 64, &ctl,
-					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	promote = palloc(sizeof(Datum) * n);
 	park = palloc(sizeof(Datum) * n);
 	reasons = palloc(sizeof(Datum) * n);

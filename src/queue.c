@@ -20,6 +20,7 @@
 #include "fmgr.h"
 
 #include "call.h"
+#include "check.h"
 #include "plan.h"
 #include "queue.h"
 #include "wake.h"
@@ -62,6 +63,7 @@ queue_set_paused(FunctionCallInfo fcinfo, bool paused)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("queue must not be null"));
+	schedq_check_name("queue", PG_GETARG_TEXT_PP(0));
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = BoolGetDatum(paused);
 

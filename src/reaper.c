@@ -91,7 +91,7 @@ schedq_reap_pass(TimestampTz now, bool *more)
 			schedq_run(&q_extend, args, NULL, 0, SPI_OK_UPDATE);
 			continue;
 		}
-		if (schedq_fail_attempt(id, attempt,
+		if (schedq_fail_attempt(id, attempt, NULL,
 								timed_out ? "timeout" : "lease expired", -1,
 								false) == FAIL_STALE)
 			continue;

@@ -29,6 +29,7 @@
 #include "utils/builtins.h"
 
 #include "call.h"
+#include "check.h"
 #include "executor.h"
 #include "metrics.h"
 #include "plan.h"
@@ -142,6 +143,9 @@ schedq_create_run(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("failure_policy must not be null"));
+	if (!PG_ARGISNULL(0))
+		schedq_check_name("name", PG_GETARG_TEXT_PP(0));
+	schedq_check_name("failure_policy", PG_GETARG_TEXT_PP(1));
 	policy = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(policy, "halt") != 0 && strcmp(policy, "continue") != 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),

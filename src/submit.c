@@ -9,9 +9,10 @@
  * and is left to the scheduler's promotion loop.
  *
  * dedup_key: the unique partial index task_dedup_idx holds at most one
- * live task per key; INSERT ... ON CONFLICT DO NOTHING waits for a
- * concurrent inserter of the same key to finish, so concurrent submits
- * with one key create one task and all return its id.
+ * live task per owner and key; INSERT ... ON CONFLICT DO NOTHING waits for
+ * a concurrent inserter of the same key to finish, so concurrent submits
+ * of one role with one key create one task and all return its id.  Keys
+ * are per owner, so another role's key never conflicts and never shows.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -39,12 +40,19 @@ static SchedqQuery q_run_has_tasks =
 	SCHEDQ_QUERY("UPDATE schedq.run SET has_tasks = true"
 				 " WHERE id = $1 AND NOT has_tasks",
 				 INT8OID);
+/*
+ * The first dependency that does not exist for the caller ($3 admin, $4
+ * caller: another role's task is not there for it, exactly as a missing
+ * one), or is not in the task's run ($2).
+ */
+#define DEP_INVISIBLE                                                          \
+	" (t.id IS NULL OR NOT ($3 OR pg_has_role($4, t.owner::oid, 'USAGE')))"
 static SchedqQuery q_check_deps =
-	SCHEDQ_QUERY("SELECT d, t.id IS NULL, t.owner::oid FROM unnest($1) d"
+	SCHEDQ_QUERY("SELECT d," DEP_INVISIBLE " FROM unnest($1) d"
 				 " LEFT JOIN schedq.task t ON t.id = d"
-				 " WHERE t.id IS NULL"
-				 "    OR t.run_id IS DISTINCT FROM $2 LIMIT 1",
-				 INT8ARRAYOID, INT8OID);
+				 " WHERE" DEP_INVISIBLE " OR t.run_id IS DISTINCT FROM $2"
+				 " LIMIT 1",
+				 INT8ARRAYOID, INT8OID, BOOLOID, OIDOID);
 static SchedqQuery q_mark_deps =
 	SCHEDQ_QUERY("UPDATE schedq.task SET has_dependents = true"
 				 " WHERE id = ANY ($1) AND NOT has_dependents",
@@ -66,15 +74,16 @@ static SchedqQuery q_mark_deps =
 static SchedqQuery q_insert =
 	SCHEDQ_QUERY(TASK_INSERT " RETURNING id", TASK_INSERT_TYPES);
 static SchedqQuery q_insert_dedup =
-	SCHEDQ_QUERY(TASK_INSERT " ON CONFLICT (dedup_key)"
+	SCHEDQ_QUERY(TASK_INSERT " ON CONFLICT (owner, dedup_key)"
 							 " WHERE dedup_key IS NOT NULL"
 							 " AND status IN " TASK_LIVE_SQL
 							 " DO NOTHING RETURNING id",
 				 TASK_INSERT_TYPES);
 static SchedqQuery q_find_dedup =
-	SCHEDQ_QUERY("SELECT id, owner::oid FROM schedq.task"
-				 " WHERE dedup_key = $1 AND status IN " TASK_LIVE_SQL,
-				 TEXTOID);
+	SCHEDQ_QUERY("SELECT id FROM schedq.task"
+				 " WHERE owner = $2::regrole AND dedup_key = $1"
+				 "   AND status IN " TASK_LIVE_SQL,
+				 TEXTOID, OIDOID);
 
 /*
  * Check the options that refer to other rows: budgets, the run and the
@@ -117,8 +126,10 @@ submit_check_references(SchedqCall *call, SchedqTaskOptions *opts)
 
 	if (ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0)
 	{
-		Datum values[2] = { opts->v[OPT_DEPENDS_ON], opts->v[OPT_RUN_ID] };
-		char  nulls[2] = { ' ', opts->null[OPT_RUN_ID] ? 'n' : ' ' };
+		Datum values[4] = { opts->v[OPT_DEPENDS_ON], opts->v[OPT_RUN_ID],
+							BoolGetDatum(call->admin),
+							ObjectIdGetDatum(call->caller) };
+		char  nulls[4] = { ' ', opts->null[OPT_RUN_ID] ? 'n' : ' ', ' ', ' ' };
 
 		if (schedq_run(&q_check_deps, values, nulls, 0, SPI_OK_SELECT) > 0)
 		{
@@ -197,21 +208,13 @@ submit_one(SchedqCall *call, SchedqTaskOptions *opts)
 											   SPI_tuptable->tupdesc, 1,
 											   &isnull));
 		}
-		if (schedq_run(&q_find_dedup, &opts->v[OPT_DEDUP_KEY], NULL, 0,
-					   SPI_OK_SELECT) == 1)
-		{
-			HeapTuple tuple = SPI_tuptable->vals[0];
-			Oid		  owner = DatumGetObjectId(
-					  SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
-
-			if (!schedq_caller_acts_for(call, owner))
-				ereport(
-					ERROR, errcode(ERRCODE_UNIQUE_VIOLATION),
-					errmsg("dedup_key \"%s\" is held by a task of another role",
-						   TextDatumGetCString(opts->v[OPT_DEDUP_KEY])));
-			return DatumGetInt64(
-				SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull));
-		}
+		if (schedq_run(&q_find_dedup,
+					   (Datum[]){ opts->v[OPT_DEDUP_KEY],
+								  ObjectIdGetDatum(call->caller) },
+					   NULL, 0, SPI_OK_SELECT) == 1)
+			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1,
+											   &isnull));
 	}
 	ereport(
 		ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

@@ -13,7 +13,6 @@
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
@@ -22,6 +21,7 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "check.h"
 #include "cron.h"
 #include "floor.h"
 #include "plan.h"
@@ -150,7 +150,7 @@ option_require(const SchedqTaskOptions *opts, SchedqTaskOption opt)
 }
 
 /*
- * An error unless the text option is a non-empty string.
+ * An error unless the text option is a non-empty name.
  */
 static void
 option_check_name(const SchedqTaskOptions *opts, SchedqTaskOption opt)
@@ -159,24 +159,8 @@ option_check_name(const SchedqTaskOptions *opts, SchedqTaskOption opt)
 	if (VARSIZE_ANY_EXHDR(DatumGetPointer(opts->v[opt])) == 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%s must not be empty", schedq_task_option_names[opt]));
-}
-
-/*
- * An error unless the array option is one-dimensional without NULLs.
- */
-static void
-option_check_array(const SchedqTaskOptions *opts, SchedqTaskOption opt)
-{
-	ArrayType *arr = DatumGetArrayTypeP(opts->v[opt]);
-
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR, errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				errmsg("%s must be a one-dimensional array",
-					   schedq_task_option_names[opt]));
-	if (array_contains_nulls(arr))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("%s must not contain nulls",
-					   schedq_task_option_names[opt]));
+	schedq_check_name(schedq_task_option_names[opt],
+					  DatumGetTextPP(opts->v[opt]));
 }
 
 /*
@@ -185,9 +169,8 @@ option_check_array(const SchedqTaskOptions *opts, SchedqTaskOption opt)
 void
 schedq_task_options_check(SchedqTaskOptions *opts)
 {
-	Size		payload_size;
-	TimestampTz run_at;
-	Numeric		cost;
+	ArrayType *deps;
+	Numeric	   cost;
 
 	option_check_name(opts, OPT_KIND);
 	option_check_name(opts, OPT_QUEUE);
@@ -195,26 +178,18 @@ schedq_task_options_check(SchedqTaskOptions *opts)
 		if (!OPTION_NULLABLE(i))
 			option_require(opts, i);
 
-	payload_size = toast_raw_datum_size(opts->v[OPT_PAYLOAD]) - VARHDRSZ;
-	if (payload_size > (Size) schedq_max_payload_bytes)
-		ereport(
-			ERROR, errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-			errmsg("payload of %zu bytes exceeds schedq.max_payload (%d bytes)",
-				   payload_size, schedq_max_payload_bytes));
-
-	run_at = DatumGetTimestampTz(opts->v[OPT_RUN_AT]);
-	if (TIMESTAMP_NOT_FINITE(run_at))
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("run_at must be finite"));
+	schedq_check_jsonb_size("payload", opts->v[OPT_PAYLOAD]);
+	schedq_check_run_at(DatumGetTimestampTz(opts->v[OPT_RUN_AT]));
 
 	if (DatumGetInt32(opts->v[OPT_MAX_ATTEMPTS]) <= 0)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("max_attempts must be positive"));
 
-	if (!opts->null[OPT_TIMEOUT] &&
-		schedq_interval_usecs(DatumGetIntervalP(opts->v[OPT_TIMEOUT])) <= 0)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("timeout must be positive"));
+	if (!opts->null[OPT_TIMEOUT])
+		(void) schedq_check_interval("timeout",
+									 DatumGetIntervalP(opts->v[OPT_TIMEOUT]),
+									 false, SCHEDQ_MAX_INTERVAL_USECS,
+									 SCHEDQ_MAX_INTERVAL_TEXT);
 
 	if (!opts->null[OPT_LOCK_KEY])
 		option_check_name(opts, OPT_LOCK_KEY);
@@ -226,9 +201,22 @@ schedq_task_options_check(SchedqTaskOptions *opts)
 	if (!opts->null[OPT_DEDUP_KEY])
 		option_check_name(opts, OPT_DEDUP_KEY);
 
-	option_check_array(opts, OPT_REQUIRED_CAPS);
-	option_check_array(opts, OPT_BUDGETS);
-	option_check_array(opts, OPT_DEPENDS_ON);
+	schedq_check_names("required_caps",
+					   DatumGetArrayTypeP(opts->v[OPT_REQUIRED_CAPS]),
+					   SCHEDQ_MAX_NAMES);
+	schedq_check_names("budgets", DatumGetArrayTypeP(opts->v[OPT_BUDGETS]),
+					   SCHEDQ_MAX_NAMES);
+	deps = DatumGetArrayTypeP(opts->v[OPT_DEPENDS_ON]);
+	if (ARR_NDIM(deps) > 1)
+		ereport(ERROR, errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				errmsg("depends_on must be a one-dimensional array"));
+	if (array_contains_nulls(deps))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("depends_on must not contain nulls"));
+	if (ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > TASK_MAX_DEPENDS)
+		ereport(ERROR, errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("depends_on must have at most %d elements",
+					   TASK_MAX_DEPENDS));
 
 	cost = DatumGetNumeric(opts->v[OPT_COST]);
 	if (numeric_is_nan(cost) || numeric_is_inf(cost) ||

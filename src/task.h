@@ -53,6 +53,8 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
 
 /* Most tasks one call handles: claim's n, complete_many's tokens. */
 #define TASK_MAX_BATCH 1000
+/* Most dependencies of one task. */
+#define TASK_MAX_DEPENDS 1000
 
 /* Defaults of the options. */
 #define TASK_DEFAULT_PAYLOAD	  "{}"

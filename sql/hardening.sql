@@ -1,0 +1,104 @@
+-- Hardening against careless values and hostile tenants: every argument
+-- is bounded, a rolled-back claim's grant acts on nothing, another role's
+-- task is not a dependency, and the promotion pass tells apart keys that
+-- share a long prefix.  (The table-driven sweep of every function and
+-- argument is hostile_input.sql.)
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS schedq CASCADE;
+RESET client_min_messages;
+CREATE EXTENSION schedq;
+
+CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE query;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+GRANT EXECUTE ON FUNCTION pg_temp.err(text) TO PUBLIC;
+
+-- Names are at most 255 bytes: a longer queue, kind or key would end up in
+-- an index and stop the promotion of every task (54000, nothing written).
+SELECT pg_temp.err(format($$SELECT schedq.submit('k', queue => %L, run_at => now() + interval '1 min')$$, repeat('q', 3200)));
+SELECT pg_temp.err(format($$SELECT schedq.submit(%L)$$, repeat('k', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.submit('k', lock_key => %L)$$, repeat('l', 3200)));
+SELECT pg_temp.err(format($$SELECT schedq.submit('k', concurrency_key => %L)$$, repeat('c', 3200)));
+SELECT pg_temp.err(format($$SELECT schedq.submit('k', dedup_key => %L)$$, repeat('d', 3200)));
+SELECT pg_temp.err(format($$SELECT schedq.submit('k', required_caps => ARRAY[%L])$$, repeat('c', 256)));
+SELECT pg_temp.err($$SELECT schedq.submit('k', required_caps => (SELECT array_agg(i::text) FROM generate_series(1, 65) i))$$);
+SELECT pg_temp.err($$SELECT schedq.submit('k', depends_on => (SELECT array_agg(i::bigint) FROM generate_series(1, 1001) i))$$);
+SELECT pg_temp.err(format($$SELECT schedq.claim(%L)$$, repeat('w', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.claim('w', queues => ARRAY[%L])$$, repeat('q', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.pause_queue(%L)$$, repeat('q', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.set_budget(%L, 1)$$, repeat('b', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.set_concurrency_limit(%L, 1)$$, repeat('c', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.create_run(%L)$$, repeat('r', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.schedule(%L, '* * * * *', 'k')$$, repeat('s', 256)));
+SELECT pg_temp.err(format($$SELECT schedq.schedule('s', %L, 'k')$$, repeat('* ', 600)));
+SELECT pg_temp.err(format($$SELECT schedq.next_runs('* * * * *', %L)$$, repeat('z', 256)));
+SELECT count(*) AS tasks FROM schedq.task;
+
+-- 255 bytes is fine.
+SELECT pg_temp.err(format($$SELECT schedq.submit(%L, queue => %L, lock_key => %L)$$,
+	repeat('k', 255), repeat('q', 255), repeat('l', 255)));
+
+-- Intervals are at most 365 days (a wait at most an hour), so that no
+-- claim, heartbeat or retry computes a time out of range (22023).
+SELECT pg_temp.err($$SELECT schedq.submit('k', timeout => '300000 years')$$);
+SELECT pg_temp.err($$SELECT schedq.submit_sql('SELECT 1', timeout => '366 days')$$);
+SELECT pg_temp.err($$SELECT schedq.schedule('s', '* * * * *', 'k', timeout => '1000 years')$$);
+SELECT pg_temp.err($$SELECT schedq.claim('w', lease => '300000 years')$$);
+SELECT pg_temp.err($$SELECT schedq.claim('w', wait => '2 hours')$$);
+SELECT pg_temp.err($$SELECT schedq.set_budget('b', 1, '400 days')$$);
+SELECT pg_temp.err($$SELECT schedq.submit('k', run_at => now() + interval '2000 years')$$);
+SELECT pg_temp.err($$SELECT schedq.submit('k', timeout => '365 days')$$);
+SELECT count(*) AS tasks FROM schedq.task;
+
+-- Every later use of a grant checks the claim's nonce: the grant of a claim
+-- that rolled back names the same attempt number as the next claim of the
+-- task, but acts on nothing.
+SELECT schedq.submit('fenced', priority => 10) AS fenced \gset
+BEGIN;
+SELECT token AS rolled_back, attempt FROM schedq.claim('w1', queues => '{default}') WHERE id = :fenced \gset
+ROLLBACK;
+SELECT token AS current, attempt = :attempt AS same_attempt FROM schedq.claim('w2') WHERE id = :fenced \gset
+SELECT :'same_attempt' AS same_attempt;
+SELECT schedq.verify_grant(:'rolled_back') AS rolled_back_grant;
+SELECT schedq.heartbeat(:'rolled_back') IS NULL AS no_heartbeat;
+SELECT schedq.fail(:'rolled_back', 'not mine') AS fail;
+SELECT schedq.complete(:'rolled_back') AS complete_rolled_back;
+SELECT schedq.complete_many(ARRAY[:'rolled_back']) AS complete_many_rolled_back;
+SELECT status FROM schedq.task WHERE id = :fenced;
+SELECT schedq.complete(:'current') AS complete_current;
+
+-- Keys are told apart by every byte: two concurrency keys that share 250
+-- bytes each have their own limit of one.
+SELECT repeat('x', 250) AS prefix \gset
+SELECT schedq.set_concurrency_limit(:'prefix' || 'a', 1), schedq.set_concurrency_limit(:'prefix' || 'b', 1);
+SELECT count(*) FROM (
+	SELECT schedq.submit('limited', concurrency_key => :'prefix' || k)
+	  FROM unnest('{a,a,b,b}'::text[]) k) s;
+SELECT schedq._promote_once() AS promoted;
+SELECT right(concurrency_key, 1) AS key, count(*) FILTER (WHERE status = 'available') AS available
+  FROM schedq.task WHERE kind = 'limited' GROUP BY 1 ORDER BY 1;
+
+-- Another role's task as a dependency is refused exactly as a task that
+-- does not exist (same SQLSTATE and message), and its row is not touched.
+CREATE ROLE regress_hardening_a;
+CREATE ROLE regress_hardening_b;
+GRANT USAGE ON SCHEMA schedq TO regress_hardening_a, regress_hardening_b;
+GRANT EXECUTE ON FUNCTION schedq.submit TO regress_hardening_a, regress_hardening_b;
+SET ROLE regress_hardening_a;
+SELECT schedq.submit('private') AS private \gset
+SET ROLE regress_hardening_b;
+SELECT pg_temp.err(format('SELECT schedq.submit(%L, depends_on => ARRAY[%s::bigint])', 'spy', :private));
+SELECT pg_temp.err('SELECT schedq.submit(''spy'', depends_on => ARRAY[999999::bigint])');
+RESET ROLE;
+SELECT has_dependents FROM schedq.task WHERE id = :private;
+SET ROLE regress_hardening_a;
+SELECT schedq.submit('own', depends_on => ARRAY[:private::bigint]) > 0 AS own_dependency;
+RESET ROLE;
+
+DROP EXTENSION schedq;
+DROP OWNED BY regress_hardening_a, regress_hardening_b;
+DROP ROLE regress_hardening_a, regress_hardening_b;
