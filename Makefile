@@ -35,6 +35,7 @@ OBJS = \
 	src/wake.o \
 	src/worker.o \
 	src/check.o \
+	src/isolate.o \
 	src/call.o \
 	src/plan.o \
 	src/xact.o \

@@ -82,6 +82,20 @@ SELECT schedq._promote_once() AS promoted;
 SELECT right(concurrency_key, 1) AS key, count(*) FILTER (WHERE status = 'available') AS available
   FROM schedq.task WHERE kind = 'limited' GROUP BY 1 ORDER BY 1;
 
+-- A pass never dies of one bad row: a pending task planted by hand with a
+-- queue too long for task_available_queue_idx cannot be promoted; it is set
+-- aside (parked on 'error', the error in last_error, counted in metrics())
+-- and every other due task is promoted.
+INSERT INTO schedq.task (kind, queue, status, owner, run_at)
+SELECT 'planted', string_agg(md5(i::text), ''), 'pending', 'postgres', now()
+  FROM generate_series(1, 100) i;
+SELECT schedq.submit('ok-' || i, lock_key => 'iso-' || i) FROM generate_series(1, 3) i;
+SELECT schedq._promote_once() AS promoted;
+SELECT kind, status, parked_on, last_error LIKE 'index row size % exceeds %' AS why
+  FROM schedq.task WHERE kind = 'planted' OR kind LIKE 'ok-%' ORDER BY kind;
+SELECT value FROM schedq.metrics() WHERE name = 'tasks_set_aside';
+DELETE FROM schedq.task WHERE kind = 'planted';
+
 -- Another role's task as a dependency is refused exactly as a task that
 -- does not exist (same SQLSTATE and message), and its row is not touched.
 CREATE ROLE regress_hardening_a;

@@ -30,6 +30,7 @@ static const char *const metric_names[SCHEDQ_NUM_METRICS] = {
 	[METRIC_RUNS_FINISHED] = "runs_finished",
 	[METRIC_ORPHAN_RUNS_REAPED] = "orphan_runs_reaped",
 	[METRIC_SCHEDULER_LAG_MS] = "scheduler_lag_ms",
+	[METRIC_TASKS_SET_ASIDE] = "tasks_set_aside",
 };
 
 static Size

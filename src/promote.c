@@ -10,6 +10,10 @@
  * limit are available or running.  Tasks promoted earlier in the pass
  * count against the last two.
  *
+ * A task the pass cannot promote (a row that breaks an index, say) is
+ * set aside (isolate.c): parked on 'error' with the error in last_error,
+ * until the scheduler starts again; the other tasks are promoted.
+ *
  * Nothing here scans every pending task.  A pass reads:
  *	- due, unparked pending tasks through task_pending_idx (run_at), in
  *	  batches: ungated ones are promoted in one statement; gated ones are
@@ -45,6 +49,7 @@
 #include "utils/timestamp.h"
 
 #include "call.h"
+#include "isolate.h"
 #include "metrics.h"
 #include "plan.h"
 #include "promote.h"
@@ -106,14 +111,11 @@ static SchedqQuery q_unpark_dependents =
 				 " AND status = 'pending' AND parked",
 				 INT8ARRAYOID);
 static SchedqQuery q_plain =
-	SCHEDQ_QUERY("WITH p AS (SELECT id FROM schedq.task"
-				 "  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-				 "    AND" TASK_UNGATED_SQL
-				 "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
-				 "  FOR UPDATE SKIP LOCKED)"
-				 " UPDATE schedq.task t SET status = 'available'"
-				 " WHERE t.id = ANY (ARRAY(SELECT id FROM p))"
-				 " RETURNING" TASK_AVAILABLE_COLUMNS,
+	SCHEDQ_QUERY("SELECT id FROM schedq.task"
+				 " WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+				 "   AND" TASK_UNGATED_SQL
+				 " ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
+				 " FOR UPDATE SKIP LOCKED",
 				 TIMESTAMPTZOID);
 static SchedqQuery q_gated = SCHEDQ_QUERY(
 	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
@@ -144,6 +146,12 @@ static SchedqQuery q_promote =
 				 " WHERE id = ANY ($1) AND status = 'pending'"
 				 " RETURNING" TASK_AVAILABLE_COLUMNS,
 				 INT8ARRAYOID);
+/* A task the pass could not promote: parked until the scheduler restarts. */
+static SchedqQuery q_set_aside =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET parked = true, parked_on = 'error', last_error = $2"
+				 " WHERE id = $1 AND status = 'pending'",
+				 INT8OID, TEXTOID);
 static SchedqQuery q_park =
 	SCHEDQ_QUERY("UPDATE schedq.task t SET parked = true, parked_on = p.reason"
 				 " FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
@@ -229,17 +237,20 @@ promote_consume_events(bool *more)
 }
 
 /*
- * Promote due tasks that no gate can hold: no lock_key, no
- * concurrency_key, no dependencies.  Returns how many.
+ * Make the given pending tasks available (schedq_isolate's apply): arg is
+ * the oldest run_at promoted so far, for the lag gauge.
  */
 static int
-promote_plain(TimestampTz now, TimestampTz *oldest)
+promote_apply(int64 *ids, int n, void *arg)
 {
-	Datum value = TimestampTzGetDatum(now);
-	int	  n;
+	TimestampTz *oldest = arg;
+	Datum		 array =
+		PointerGetDatum(construct_array((Datum *) ids, n, INT8OID, 8,
+										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	int done;
 
-	n = schedq_run(&q_plain, &value, NULL, 0, SPI_OK_UPDATE_RETURNING);
-	for (int i = 0; i < n; i++)
+	done = schedq_run(&q_promote, &array, NULL, 0, SPI_OK_UPDATE_RETURNING);
+	for (int i = 0; i < done; i++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		bool		isnull;
@@ -250,7 +261,42 @@ promote_plain(TimestampTz now, TimestampTz *oldest)
 		if (run_at < *oldest)
 			*oldest = run_at;
 	}
-	return n;
+	return done;
+}
+
+static void
+promote_set_aside(int64 id, const char *error, void *arg)
+{
+	Datum values[2] = { Int64GetDatum(id), CStringGetTextDatum(error) };
+
+	schedq_run(&q_set_aside, values, NULL, 0, SPI_OK_UPDATE);
+}
+
+/*
+ * Promote due tasks that no gate can hold: no lock_key, no
+ * concurrency_key, no dependencies.  Returns how many; *full when the
+ * batch was full.
+ */
+static int
+promote_plain(TimestampTz now, TimestampTz *oldest, bool *full)
+{
+	Datum  value = TimestampTzGetDatum(now);
+	int	   n;
+	int64 *ids;
+
+	n = schedq_run(&q_plain, &value, NULL, 0, SPI_OK_SELECT);
+	*full = n == PROMOTE_BATCH;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		ids[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	return schedq_isolate("promotion", ids, n, promote_apply, promote_set_aside,
+						  oldest);
 }
 
 static KeyState *
@@ -342,7 +388,7 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	HASHCTL		   ctl;
 	HTAB		  *keys;
 	int			   n;
-	Datum		  *promote;
+	int64		  *promote;
 	Datum		  *park;
 	Datum		  *reasons;
 	int			   npromote = 0;
@@ -364,7 +410,7 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	ctl.hcxt = CurrentMemoryContext;
 	keys = hash_create("schedq promotion keys", 64, &ctl,
 					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
-	promote = palloc(sizeof(Datum) * n);
+	promote = palloc(sizeof(int64) * n);
 	park = palloc(sizeof(Datum) * n);
 	reasons = palloc(sizeof(Datum) * n);
 
@@ -411,22 +457,13 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 
 			promote_key(keys, 'C', concurrency_key, &found)->active++;
 		}
-		promote[npromote++] = Int64GetDatum(id);
+		promote[npromote++] = id;
 		if (run_at < *oldest)
 			*oldest = run_at;
 	}
 
-	if (npromote > 0)
-	{
-		Datum ids =
-			PointerGetDatum(construct_array(promote, npromote, INT8OID, 8,
-											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-
-		done = schedq_run(&q_promote, &ids, NULL, 0, SPI_OK_UPDATE_RETURNING);
-		for (int i = 0; i < done; i++)
-			schedq_task_row_available_at_commit(SPI_tuptable->vals[i],
-												SPI_tuptable->tupdesc, 1);
-	}
+	done = schedq_isolate("promotion", promote, npromote, promote_apply,
+						  promote_set_aside, oldest);
 	if (npark > 0)
 	{
 		Datum args[2];
@@ -452,11 +489,12 @@ schedq_promote_pass(TimestampTz now, bool *more)
 {
 	TimestampTz oldest = DT_NOEND;
 	int			promoted;
+	bool		full;
 
 	promote_lock();
 	promote_consume_events(more);
-	promoted = promote_plain(now, &oldest);
-	if (promoted == PROMOTE_BATCH)
+	promoted = promote_plain(now, &oldest, &full);
+	if (full)
 		*more = true;
 	promoted += promote_gated(now, &oldest, more);
 
