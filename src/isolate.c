@@ -14,8 +14,10 @@
  *
  * schedq_try is the subtransaction bracket itself, as PL/pgSQL's
  * exception blocks use it: on error, the subtransaction is rolled back
- * and the error's message returned instead of raised.  A query cancel or
- * a shutdown request is not a row's fault: those are raised again.
+ * and the error's message returned instead of raised.  What is not a
+ * row's fault -- a query cancel, a shutdown request, a lock timeout, a
+ * deadlock or serialization failure, all of which pass -- is raised again,
+ * for the pass as a whole to be retried.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -61,7 +63,10 @@ schedq_try(SchedqStep step, void *arg)
 		CurrentResourceOwner = owner;
 		/* not the row's fault: let the caller's caller deal with it */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+			edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+			edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+			edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE)
 			ReThrowError(edata);
 		error = edata->message;
 	}

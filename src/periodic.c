@@ -30,12 +30,12 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "call.h"
 #include "check.h"
 #include "cron.h"
+#include "isolate.h"
 #include "metrics.h"
 #include "periodic.h"
 #include "plan.h"
@@ -484,62 +484,35 @@ periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 	return n;
 }
 
-/*
- * Run a statement-level step in a subtransaction; on error, return the
- * error's message (and undo the step) instead of raising it.
- */
-typedef int (*PeriodicStep)(TimestampTz now, Datum name, int *fired,
-							int *skipped);
-
-static char *
-periodic_try(PeriodicStep step, TimestampTz now, Datum name, int *fired,
-			 int *skipped)
+/* One step of the periodic pass, for schedq_try. */
+typedef struct PeriodicStep
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	char		 *error = NULL;
-	int			  f = 0, s = 0;
+	TimestampTz now;
+	Datum		name;  /* one schedule's, or 0: every due one */
+	const char *error; /* periodic_skip_tick: why */
+	int			fired;
+	int			skipped;
+} PeriodicStep;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		step(now, name, &f, &s);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		*fired += f;
-		*skipped += s;
-	}
-	PG_CATCH();
-	{
-		ErrorData *edata;
+static void
+periodic_fire_step(void *arg)
+{
+	PeriodicStep *step = arg;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		error = edata->message;
-	}
-	PG_END_TRY();
-	return error;
+	(void) periodic_fire(step->now, step->name, &step->fired, &step->skipped);
 }
-
-/* The error of the tick being skipped, for periodic_skip_tick. */
-static char *periodic_error = NULL;
 
 /*
  * Skip a schedule's due tick that could not fire, recording why.
  */
-static int
-periodic_skip_tick(TimestampTz now, Datum name, int *fired, int *skipped)
+static void
+periodic_skip_tick(void *arg)
 {
-	Datum args[3] = { name, CStringGetTextDatum(periodic_error),
-					  TimestampTzGetDatum(now) };
+	PeriodicStep *step = arg;
+	Datum		  args[3] = { step->name, CStringGetTextDatum(step->error),
+							  TimestampTzGetDatum(step->now) };
 
-	return schedq_run(&q_fire_error, args, NULL, 0, SPI_OK_UPDATE);
+	schedq_run(&q_fire_error, args, NULL, 0, SPI_OK_UPDATE);
 }
 
 /*
@@ -549,36 +522,46 @@ periodic_skip_tick(TimestampTz now, Datum name, int *fired, int *skipped)
 int
 schedq_periodic_pass(TimestampTz now, bool *more)
 {
-	int			   fired = 0;
-	int			   skipped = 0;
-	char		  *error;
-	SPITupleTable *due;
-	int			   n;
+	PeriodicStep all = { now, (Datum) 0, NULL, 0, 0 };
+	int			 fired = 0;
+	int			 skipped = 0;
 
-	error = periodic_try(periodic_fire, now, (Datum) 0, &fired, &skipped);
-	if (error != NULL)
+	if (schedq_try(periodic_fire_step, &all) == NULL)
+	{
+		fired = all.fired;
+		skipped = all.skipped;
+	}
+	else
 	{
 		/* one by one, so that a bad schedule stalls only itself */
-		Datum value = TimestampTzGetDatum(now);
+		Datum		   value = TimestampTzGetDatum(now);
+		SPITupleTable *due;
+		int			   n;
 
 		n = schedq_run(&q_due_names, &value, NULL, 0, SPI_OK_SELECT);
 		due = SPI_tuptable;
 		for (int i = 0; i < n; i++)
 		{
-			bool  isnull;
-			Datum name = SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull);
+			bool		 isnull;
+			PeriodicStep one = {
+				now, SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull),
+				NULL, 0, 0
+			};
+			char *error = schedq_try(periodic_fire_step, &one);
 
-			error = periodic_try(periodic_fire, now, name, &fired, &skipped);
 			if (error == NULL)
-				continue;
-			ereport(WARNING, errmsg("periodic task \"%s\" could not fire: %s",
-									TextDatumGetCString(name), error));
-			/* skip the tick; if even the next run cannot be found, disable */
-			periodic_error = error;
-			if (periodic_try(periodic_skip_tick, now, name, &fired, &skipped) !=
-				NULL)
 			{
-				Datum args[2] = { name, CStringGetTextDatum(error) };
+				fired += one.fired;
+				skipped += one.skipped;
+				continue;
+			}
+			ereport(WARNING, errmsg("periodic task \"%s\" could not fire: %s",
+									TextDatumGetCString(one.name), error));
+			/* skip the tick; if even the next run cannot be found, disable */
+			one.error = error;
+			if (schedq_try(periodic_skip_tick, &one) != NULL)
+			{
+				Datum args[2] = { one.name, CStringGetTextDatum(error) };
 
 				schedq_run(&q_disable, args, NULL, 0, SPI_OK_UPDATE);
 			}
