@@ -250,7 +250,7 @@ trap cleanup EXIT
 trap on_signal INT TERM
 
 for d in sql expected test src README.md; do
-	if [ -d "$SRC_DIR/$d" ]; then
+	if [ -e "$SRC_DIR/$d" ]; then
 		cp -R "$SRC_DIR/$d" "$WORK/" || fatal "cannot copy $SRC_DIR/$d to $WORK"
 	fi
 done
