@@ -17,13 +17,24 @@
  * error, retrying per the task's policy.  An owner that was dropped or
  * lost LOGIN fails the task for good.
  *
- * The executor publishes the task it runs in its slot in shared memory
- * (under the schedq LWLock): cancel() of that task interrupts the
- * statement (SIGINT after its commit), and the reaper extends its lease
- * instead of taking it back while the executor lives.  DROP DATABASE and
- * its kin stop a database's executors (utility.c).  A crash restarts the cluster, clearing that slot, so the reaper
- * then takes the attempt back when the lease expires: a task is never run
- * twice at once.
+ * The executor publishes the attempt it runs in its slot in shared memory
+ * (under the schedq LWLock).  While the executor lives, the reaper
+ * extends the attempt's lease instead of taking it back, and once the
+ * attempt is past its deadline the reaper interrupts it (SIGINT) but takes
+ * it back only when no executor runs it any more: a task is never run
+ * twice at once.  cancel() of the task interrupts the statement too, after
+ * its commit.  A command may catch that interrupt (query_canceled in a
+ * PL/pgSQL exception block) and go on: an executor that still runs the
+ * attempt schedq.sql_cancel_grace after it was first interrupted is
+ * terminated (SIGTERM, which no command can catch) at the reaper's next
+ * pass, and its scheduler starts another.  DROP DATABASE and its kin stop
+ * a database's executors (utility.c).  A crash restarts the cluster,
+ * clearing the slots, so the reaper then takes the attempt back when the
+ * lease expires.
+ *
+ * Each iteration of an executor allocates in a memory context reset at
+ * the start of the next: claims, commands, grants and error reports are
+ * not kept.
  *
  * Commands run inside a transaction, like a function body: statements
  * that cannot (VACUUM, CREATE INDEX CONCURRENTLY, ...) fail with
@@ -56,6 +67,7 @@
 
 #include "compat.h"
 #include "executor.h"
+#include "plan.h"
 #include "settings.h"
 #include "shmem.h"
 #include "task.h"
@@ -70,10 +82,12 @@
 /* A built-in SQL executor, and the task it is running. */
 typedef struct SchedqExecutor
 {
-	Oid	  dboid; /* InvalidOid: slot is free */
-	pid_t pid;
-	int64 task_id; /* 0: not running a task */
-	int32 attempt;
+	Oid			dboid; /* InvalidOid: slot is free */
+	pid_t		pid;
+	int64		task_id; /* 0: not running a task */
+	int32		attempt;
+	TimestampTz interrupted_at; /* first SIGINT for this attempt, or 0 */
+	bool		terminating;	/* sent SIGTERM for this attempt */
 } SchedqExecutor;
 
 /* In shared memory, EXECUTOR_SLOTS of them, under the schedq LWLock. */
@@ -86,11 +100,21 @@ static SchedqExecutor *executor_slot = NULL;
 static BackgroundWorkerHandle *pool_handles[EXECUTORS_PER_DATABASE];
 static TimestampTz			   pool_stopped_at[EXECUTORS_PER_DATABASE];
 
-/* Tasks this transaction canceled while they ran, to interrupt. */
-#define CANCEL_MAX_TASKS 64
-static int	 cancel_ntasks = 0;
-static int64 cancel_tasks[CANCEL_MAX_TASKS];
-static bool	 cancel_overflow = false;
+/*
+ * Tasks this transaction canceled while they ran, to interrupt after its
+ * commit, each with the nesting level of the subtransaction that noted it
+ * (a rolled back savepoint takes its notes with it).  In
+ * TopTransactionContext; NULL while there are none.
+ */
+typedef struct CancelNote
+{
+	int64 task_id;
+	int	  level;
+} CancelNote;
+
+static CancelNote *cancel_notes = NULL;
+static int		   cancel_nnotes = 0;
+static int		   cancel_maxnotes = 0;
 
 static Size
 executor_shmem_size(void)
@@ -176,84 +200,223 @@ schedq_executors_stop(Oid dboid)
 }
 
 /*
+ * The live executor of this database running this attempt, or NULL.  The
+ * caller holds the schedq LWLock.
+ */
+static SchedqExecutor *
+executor_running(int64 task_id, int32 attempt)
+{
+	for (int i = 0; i < EXECUTOR_SLOTS; i++)
+	{
+		SchedqExecutor *e = &executors[i];
+
+		if (e->dboid == MyDatabaseId && e->pid != 0 && e->task_id == task_id &&
+			e->attempt == attempt && kill(e->pid, 0) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/*
  * Is a live executor of this database running this attempt?
  */
 bool
 schedq_executor_runs(int64 task_id, int32 attempt)
 {
-	bool held = false;
+	bool held;
 
 	LWLockAcquire(schedq_shared->lock, LW_SHARED);
-	for (int i = 0; i < EXECUTOR_SLOTS && !held; i++)
-	{
-		SchedqExecutor *e = &executors[i];
-
-		held = e->dboid == MyDatabaseId && e->pid != 0 &&
-			   e->task_id == task_id && e->attempt == attempt &&
-			   kill(e->pid, 0) == 0;
-	}
+	held = executor_running(task_id, attempt) != NULL;
 	LWLockRelease(schedq_shared->lock);
 	return held;
 }
 
 /*
+ * Interrupt the statement of an executor, and note when it was first
+ * interrupted in this attempt: schedq_executors_escalate counts the grace
+ * period from then.  The caller holds the schedq LWLock exclusively.
+ */
+static void
+executor_interrupt(SchedqExecutor *e, TimestampTz now)
+{
+	if (e->interrupted_at == 0)
+		e->interrupted_at = now;
+	(void) kill(e->pid, SIGINT);
+}
+
+/*
+ * If a live executor of this database runs this attempt, interrupt its
+ * statement (the attempt is past its deadline) and return true.
+ */
+bool
+schedq_executor_interrupt(int64 task_id, int32 attempt)
+{
+	SchedqExecutor *e;
+
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	e = executor_running(task_id, attempt);
+	if (e != NULL)
+		executor_interrupt(e, GetCurrentTimestamp());
+	LWLockRelease(schedq_shared->lock);
+	return e != NULL;
+}
+
+/*
+ * Terminate (SIGTERM) every executor of this database still running the
+ * attempt whose statement it was asked to stop schedq.sql_cancel_grace
+ * ago.  A command can catch the cancel of its statement, not that: the
+ * executor exits, its transaction rolls back, its scheduler starts
+ * another, and the reaper takes the attempt back.  Called by the reaper.
+ */
+void
+schedq_executors_escalate(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz limit = now - (TimestampTz) schedq_sql_cancel_grace_ms * 1000;
+	pid_t		pids[EXECUTOR_SLOTS];
+	int64		tasks[EXECUTOR_SLOTS];
+	int			n = 0;
+
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < EXECUTOR_SLOTS; i++)
+	{
+		SchedqExecutor *e = &executors[i];
+
+		if (e->dboid != MyDatabaseId || e->pid == 0 || e->task_id == 0 ||
+			e->interrupted_at == 0 || e->interrupted_at > limit)
+			continue;
+		(void) kill(e->pid, SIGTERM);
+		if (!e->terminating)
+		{
+			e->terminating = true;
+			pids[n] = e->pid;
+			tasks[n++] = e->task_id;
+		}
+	}
+	LWLockRelease(schedq_shared->lock);
+
+	for (int i = 0; i < n; i++)
+		ereport(LOG,
+				errmsg("terminating SQL executor %d: task " INT64_FORMAT
+					   " ignored the cancel of its statement for %d ms",
+					   (int) pids[i], tasks[i], schedq_sql_cancel_grace_ms));
+}
+
+static int
+cancel_note_cmp(const void *a, const void *b)
+{
+	int64 x = ((const CancelNote *) a)->task_id;
+	int64 y = ((const CancelNote *) b)->task_id;
+
+	return (x > y) - (x < y);
+}
+
+/*
  * Interrupt the statement of every executor of this database running one
- * of the noted tasks (all of them, if more were noted than remembered).
+ * of the noted tasks.
  */
 static void
 cancel_commit(void)
 {
-	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	TimestampTz now;
+
+	if (cancel_nnotes == 0)
+		return;
+	now = GetCurrentTimestamp();
+	qsort(cancel_notes, cancel_nnotes, sizeof(CancelNote), cancel_note_cmp);
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < EXECUTOR_SLOTS; i++)
 	{
 		SchedqExecutor *e = &executors[i];
-		bool			hit = cancel_overflow && e->task_id != 0;
+		CancelNote		key = { .task_id = e->task_id };
 
-		if (e->dboid != MyDatabaseId || e->pid == 0)
-			continue;
-		for (int t = 0; t < cancel_ntasks && !hit; t++)
-			hit = e->task_id == cancel_tasks[t];
-		if (hit)
-			(void) kill(e->pid, SIGINT);
+		if (e->dboid == MyDatabaseId && e->pid != 0 && e->task_id != 0 &&
+			bsearch(&key, cancel_notes, cancel_nnotes, sizeof(CancelNote),
+					cancel_note_cmp) != NULL)
+			executor_interrupt(e, now);
 	}
 	LWLockRelease(schedq_shared->lock);
+}
+
+/* A subtransaction committed: its notes are its parent's now. */
+static void
+cancel_sub_commit(int level)
+{
+	for (int i = 0; i < cancel_nnotes; i++)
+		if (cancel_notes[i].level >= level)
+			cancel_notes[i].level = level - 1;
+}
+
+/* A subtransaction aborted: its cancels never happened. */
+static void
+cancel_sub_abort(int level)
+{
+	int kept = 0;
+
+	for (int i = 0; i < cancel_nnotes; i++)
+		if (cancel_notes[i].level < level)
+			cancel_notes[kept++] = cancel_notes[i];
+	cancel_nnotes = kept;
 }
 
 static void
 cancel_reset(void)
 {
-	cancel_ntasks = 0;
-	cancel_overflow = false;
+	/* the array goes with TopTransactionContext */
+	cancel_notes = NULL;
+	cancel_nnotes = 0;
+	cancel_maxnotes = 0;
 }
 
 static SchedqXactEffect cancel_effect = { .commit = cancel_commit,
+										  .sub_commit = cancel_sub_commit,
+										  .sub_abort = cancel_sub_abort,
 										  .reset = cancel_reset };
 
 /*
  * After commit, interrupt the statement of the executor running this task
- * (it was canceled, or timed out, while running).
+ * (it was canceled, or timed out, while running), unless the
+ * subtransaction that asks this rolls back.  Every task is remembered:
+ * cancels of other tasks, of other roles, are never interrupted.
  */
 void
 schedq_executor_cancel_at_commit(int64 task_id)
 {
 	schedq_xact_join(&cancel_effect);
-	if (cancel_ntasks < CANCEL_MAX_TASKS)
-		cancel_tasks[cancel_ntasks++] = task_id;
-	else
-		cancel_overflow = true;
+	if (cancel_nnotes == cancel_maxnotes)
+	{
+		int newmax = Max(16, cancel_maxnotes * 2);
+
+		if (cancel_notes == NULL)
+			cancel_notes = MemoryContextAlloc(TopTransactionContext,
+											  newmax * sizeof(CancelNote));
+		else
+			cancel_notes = repalloc(cancel_notes, newmax * sizeof(CancelNote));
+		cancel_maxnotes = newmax;
+	}
+	cancel_notes[cancel_nnotes].task_id = task_id;
+	cancel_notes[cancel_nnotes].level = GetCurrentTransactionNestLevel();
+	cancel_nnotes++;
 }
 
 /* A claimed SQL task. */
 typedef struct ExecutorTask
 {
-	int64 id;
-	int32 attempt;
-	char *token;
-	char *command;
-	Oid	  owner;
-	int64 timeout_ms; /* 0: none */
+	int64		id;
+	int32		attempt;
+	char	   *token;
+	char	   *command;
+	Oid			owner;
+	TimestampTz deadline; /* when the attempt times out; 0: never */
 } ExecutorTask;
 
+/*
+ * Leave the slot.  An on_shmem_exit callback: it runs after the
+ * before_shmem_exit ones have rolled back the transaction of a task (its
+ * locks released, its writes gone) and removed the executor from
+ * pg_stat_activity.  Until then the attempt is still this executor's, and
+ * the reaper must not give it to another.
+ */
 static void
 executor_exit(int code, Datum arg)
 {
@@ -271,27 +434,34 @@ executor_publish(int64 task_id, int32 attempt)
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	executor_slot->task_id = task_id;
 	executor_slot->attempt = attempt;
+	executor_slot->interrupted_at = 0;
+	executor_slot->terminating = false;
 	LWLockRelease(schedq_shared->lock);
 	/* a cancel aimed at the task before this one is moot now */
 	if (task_id == 0)
 		QueryCancelPending = false;
 }
 
+static SchedqQuery q_deadline =
+	SCHEDQ_QUERY("SELECT deadline FROM schedq.task WHERE id = $1", INT8OID);
+
 /*
- * Claim one SQL task.  Returns false when there is none.
+ * Claim one SQL task, copied into the caller's memory context (the
+ * iteration's).  Returns false when there is none.
  */
 static bool
 executor_claim(const char *worker, ExecutorTask *task)
 {
-	Datum arg = CStringGetTextDatum(worker);
-	bool  found;
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum		  arg = CStringGetTextDatum(worker);
+	bool		  found;
 
 	schedq_tick_begin("schedq sql executor: claiming");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		proc_exit(0);
 	if (SPI_execute_with_args(
 			"SELECT c.id, c.attempt, c.token, c.payload->>'command',"
-			"  t.owner::oid, extract(epoch FROM t.timeout) * 1000"
+			"  t.owner::oid"
 			" FROM schedq._claim_sql($1) c"
 			" JOIN schedq.task t ON t.id = c.id",
 			1, (Oid[]){ TEXTOID }, &arg, NULL, false, 0) != SPI_OK_SELECT)
@@ -302,8 +472,8 @@ executor_claim(const char *worker, ExecutorTask *task)
 		HeapTuple	  tuple = SPI_tuptable->vals[0];
 		TupleDesc	  desc = SPI_tuptable->tupdesc;
 		bool		  isnull;
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-		char		 *ms;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		Datum		  id;
 
 		task->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
 		task->attempt = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
@@ -311,11 +481,23 @@ executor_claim(const char *worker, ExecutorTask *task)
 		task->command = SPI_getvalue(tuple, desc, 4);
 		task->command = pstrdup(task->command ? task->command : "");
 		task->owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
-		ms = SPI_getvalue(tuple, desc, 6);
-		task->timeout_ms = ms ? (int64) strtod(ms, NULL) : 0;
 		MemoryContextSwitchTo(old);
+
+		/*
+		 * The deadline the claim set.  The join above read the row as it
+		 * was before the claim; this statement sees the claim's update.
+		 */
+		id = Int64GetDatum(task->id);
+		if (schedq_run(&q_deadline, &id, NULL, 0, SPI_OK_SELECT) != 1)
+			elog(ERROR, "could not read the deadline of a claimed task");
+		task->deadline = DatumGetTimestampTz(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+						  &isnull));
+		if (isnull)
+			task->deadline = 0;
 	}
 	schedq_tick_commit();
+	MemoryContextSwitchTo(cxt);
 	return found;
 }
 
@@ -380,6 +562,15 @@ executor_owner_problem(Oid owner)
 }
 
 /*
+ * Has the attempt reached its deadline?
+ */
+static bool
+executor_timed_out(ExecutorTask *task)
+{
+	return task->deadline != 0 && GetCurrentTimestamp() >= task->deadline;
+}
+
+/*
  * Run a claimed task as its owner, and record the outcome.
  *
  * The command's own settings (SET search_path, SET datestyle, ...) are
@@ -391,6 +582,11 @@ executor_owner_problem(Oid owner)
  * canceled or taken back meanwhile, the command's writes roll back.  The
  * task stays published (so the reaper keeps its lease) until that
  * transaction has ended.
+ *
+ * An attempt that reaches its deadline has timed out, however it ends: a
+ * command that caught the cancel of its statement and finished, or that
+ * was then canceled again, rolls back and fails with "timeout", as the
+ * reaper records a timed-out attempt of any task.
  */
 static void
 executor_run(ExecutorTask *task)
@@ -408,6 +604,7 @@ executor_run(ExecutorTask *task)
 		/* a role problem will not go away by retrying */
 		executor_report(task, problem, true, 0);
 		schedq_tick_commit();
+		MemoryContextSwitchTo(cxt);
 		executor_publish(0, 0);
 		return;
 	}
@@ -419,13 +616,12 @@ executor_run(ExecutorTask *task)
 		int save_nestlevel;
 
 		/*
-		 * The task's timeout, as statement_timeout.  SPI does not arm that
-		 * timer (the top-level query loop does), so arm it here; the
+		 * The attempt's deadline, as statement_timeout.  SPI does not arm
+		 * that timer (the top-level query loop does), so arm it here; the
 		 * command cannot lift it with SET.
 		 */
-		if (task->timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT,
-								 (int) Min(task->timeout_ms, (int64) INT_MAX));
+		if (task->deadline != 0)
+			enable_timeout_at(STATEMENT_TIMEOUT, task->deadline);
 		GetUserIdAndSecContext(&save_userid, &save_sec);
 		save_nestlevel = NewGUCNestLevel();
 		SetUserIdAndSecContext(task->owner, save_sec |
@@ -437,6 +633,9 @@ executor_run(ExecutorTask *task)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		AtEOXact_GUC(false, save_nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec);
+		if (executor_timed_out(task))
+			ereport(ERROR, errcode(ERRCODE_QUERY_CANCELED),
+					errmsg("canceling statement due to statement timeout"));
 		if (!executor_report(task, NULL, false, rows))
 			ereport(
 				ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -454,6 +653,9 @@ executor_run(ExecutorTask *task)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		AbortCurrentTransaction();
 		error = edata->message;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+			executor_timed_out(task))
+			error = "timeout";
 	}
 	PG_END_TRY();
 
@@ -463,6 +665,7 @@ executor_run(ExecutorTask *task)
 		(void) executor_report(task, error, false, 0);
 		schedq_tick_commit();
 	}
+	MemoryContextSwitchTo(cxt);
 	executor_publish(0, 0);
 }
 
@@ -473,11 +676,12 @@ executor_run(ExecutorTask *task)
 void
 schedq_executor_main(Datum main_arg)
 {
-	Oid		   dboid = DatumGetObjectId(main_arg);
-	pid_t	   scheduler_pid;
-	char	  *worker;
-	ArrayType *caps;
-	Datum	   sql = CStringGetTextDatum(TASK_SQL);
+	Oid			  dboid = DatumGetObjectId(main_arg);
+	pid_t		  scheduler_pid;
+	char		 *worker;
+	ArrayType	 *caps;
+	Datum		  sql = CStringGetTextDatum(TASK_SQL);
+	MemoryContext loop_cxt;
 
 	memcpy(&scheduler_pid, MyBgworkerEntry->bgw_extra, sizeof(pid_t));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -502,7 +706,7 @@ schedq_executor_main(Datum main_arg)
 		ereport(ERROR, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("schedq supports at most %d SQL executors",
 					   EXECUTOR_SLOTS));
-	before_shmem_exit(executor_exit, (Datum) 0);
+	on_shmem_exit(executor_exit, (Datum) 0);
 
 	worker = MemoryContextStrdup(TopMemoryContext,
 								 psprintf("schedq sql executor %d", MyProcPid));
@@ -512,6 +716,8 @@ schedq_executor_main(Datum main_arg)
 		caps = construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT);
 		MemoryContextSwitchTo(old);
 	}
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "schedq executor loop",
+									 ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
@@ -519,6 +725,9 @@ schedq_executor_main(Datum main_arg)
 		SchedqDatabase *db;
 		bool			orphan;
 
+		/* what the last iteration allocated, its task included, goes */
+		MemoryContextSwitchTo(loop_cxt);
+		MemoryContextReset(loop_cxt);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

@@ -9,6 +9,13 @@
  * itself is schedq_fail_attempt's, guarded by (id, attempt, 'running').
  * An attempt taken back is a failed attempt: retried with backoff while
  * attempts remain, else the task fails.
+ *
+ * An attempt that a live SQL executor runs is never taken back: the task
+ * would run twice at once.  Its lease is extended instead; past its
+ * deadline its statement is interrupted, and an executor that ignores
+ * that for schedq.sql_cancel_grace is terminated
+ * (schedq_executors_escalate, every pass).  Once the executor is gone the
+ * attempt times out like any other.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -82,6 +89,8 @@ schedq_reap_pass(TimestampTz now, bool *more)
 			SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull));
 
 		timed_out = timed_out && !isnull;
+		if (timed_out && schedq_executor_interrupt(id, attempt))
+			continue; /* taken back once its executor has let go */
 		if (!timed_out && schedq_executor_runs(id, attempt))
 		{
 			/* a live executor is still running it: not a lost lease */
@@ -95,7 +104,7 @@ schedq_reap_pass(TimestampTz now, bool *more)
 								timed_out ? "timeout" : "lease expired", -1,
 								false) == FAIL_STALE)
 			continue;
-		/* an executor still at it (past its deadline) stops */
+		/* an executor that took it up after the look above stops */
 		if (timed_out)
 			schedq_executor_cancel_at_commit(id);
 		reaped++;
@@ -104,6 +113,7 @@ schedq_reap_pass(TimestampTz now, bool *more)
 					 1);
 	}
 
+	schedq_executors_escalate();
 	(void) schedq_reap_runs();
 
 	if (schedq_retention_s >= 0)

@@ -22,6 +22,8 @@ int	 schedq_sql_workers = 2;
 int	 schedq_retention_s = 7 * 24 * 3600;
 int	 schedq_max_payload_bytes = 1024 * 1024;
 int	 schedq_claim_floor_interval_ms = 10;
+int	 schedq_sql_task_timeout_s = 3600;
+int	 schedq_sql_cancel_grace_ms = 10 * 1000;
 
 /*
  * Define every schedq.* parameter and reserve the prefix.
@@ -67,6 +69,17 @@ schedq_settings_define(void)
 		"-1 turns the floor off: every claim starts at the head of the "
 		"available tasks.",
 		&schedq_claim_floor_interval_ms, 10, -1, 3600 * 1000, PGC_SUSET,
+		GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.sql_task_timeout",
+		"Timeout of a SQL task submitted or scheduled without one.",
+		"0 gives such tasks no timeout.", &schedq_sql_task_timeout_s, 3600, 0,
+		INT_MAX, PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.sql_cancel_grace",
+		"How long a SQL executor may ignore the cancel of its statement.",
+		"After that the executor is terminated, and started again.",
+		&schedq_sql_cancel_grace_ms, 10 * 1000, 0, 3600 * 1000, PGC_SIGHUP,
 		GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("schedq");
 }

@@ -15,6 +15,8 @@ extern int	schedq_sql_workers;
 extern int	schedq_retention_s;
 extern int	schedq_max_payload_bytes;
 extern int	schedq_claim_floor_interval_ms;
+extern int	schedq_sql_task_timeout_s;
+extern int	schedq_sql_cancel_grace_ms;
 
 extern void schedq_settings_define(void);
 

@@ -228,9 +228,11 @@ schedq_task_options_check(SchedqTaskOptions *opts)
 
 /*
  * Make the options those of a SQL task for the built-in executor: kind
- * 'sql', payload {"command": command}, and the capability 'sql' among the
+ * 'sql', payload {"command": command}, the capability 'sql' among the
  * required ones, so that only the executor (or a worker claiming with that
- * capability) ever receives it.
+ * capability) ever receives it, and schedq.sql_task_timeout as the timeout
+ * when none is given, so that a forgotten command does not hold an
+ * executor for ever.
  */
 void
 schedq_task_options_add_sql(SchedqTaskOptions *opts, const char *command)
@@ -260,6 +262,14 @@ schedq_task_options_add_sql(SchedqTaskOptions *opts, const char *command)
 	opts->null[OPT_PAYLOAD] = false;
 	opts->v[OPT_KIND] = CStringGetTextDatum(TASK_SQL);
 	opts->null[OPT_KIND] = false;
+	if (opts->null[OPT_TIMEOUT] && schedq_sql_task_timeout_s > 0)
+	{
+		Interval *timeout = palloc0(sizeof(Interval));
+
+		timeout->time = (int64) schedq_sql_task_timeout_s * USECS_PER_SEC;
+		opts->v[OPT_TIMEOUT] = IntervalPGetDatum(timeout);
+		opts->null[OPT_TIMEOUT] = false;
+	}
 
 	/* a bad required_caps is left for schedq_task_options_check to report */
 	if (opts->null[OPT_REQUIRED_CAPS])

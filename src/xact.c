@@ -6,7 +6,9 @@
  * One transaction callback serves every effect.  Effects run in the order
  * they joined; each runs pre_commit (PRE_COMMIT), pre_prepare
  * (PRE_PREPARE), commit (COMMIT, after the commit is visible) and reset
- * (the end, however it came), and leaves the transaction after reset.
+ * (the end, however it came), and leaves the transaction after reset.  One
+ * subtransaction callback runs sub_commit and sub_abort, with the nesting
+ * level of the subtransaction that ends.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -73,6 +75,22 @@ xact_callback(XactEvent event, void *arg)
 	xact_neffects = 0;
 }
 
+static void
+xact_sub_callback(SubXactEvent event, SubTransactionId subid,
+				  SubTransactionId parent_subid, void *arg)
+{
+	/* still the level of the subtransaction that ends */
+	int level = GetCurrentTransactionNestLevel();
+
+	for (int i = 0; i < xact_neffects; i++)
+	{
+		if (event == SUBXACT_EVENT_COMMIT_SUB && xact_effects[i]->sub_commit)
+			xact_effects[i]->sub_commit(level);
+		else if (event == SUBXACT_EVENT_ABORT_SUB && xact_effects[i]->sub_abort)
+			xact_effects[i]->sub_abort(level);
+	}
+}
+
 /*
  * Have the effect run at the end of the current transaction.
  */
@@ -84,6 +102,7 @@ schedq_xact_join(SchedqXactEffect *effect)
 	if (!xact_callback_registered)
 	{
 		RegisterXactCallback(xact_callback, NULL);
+		RegisterSubXactCallback(xact_sub_callback, NULL);
 		xact_callback_registered = true;
 	}
 	if (xact_neffects >= XACT_MAX_EFFECTS)

@@ -6,7 +6,9 @@
  * A module that must act when the transaction ends (wake a process after
  * the commit, publish a change) describes its effect once, as a static
  * SchedqXactEffect, and joins the current transaction whenever it records
- * something to do.  Joining is cheap and idempotent.
+ * something to do.  Joining is cheap and idempotent.  An effect whose
+ * records must follow savepoints notes GetCurrentTransactionNestLevel()
+ * with each, and has sub_commit and sub_abort.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_XACT_H
@@ -20,6 +22,16 @@ typedef struct SchedqXactEffect
 	void (*pre_prepare)(void);
 	/* After the commit is visible to everyone; must not fail.  Or NULL. */
 	void (*commit)(void);
+
+	/*
+	 * The subtransaction at nesting level `level` committed into its
+	 * parent: what was recorded at that level or deeper now belongs to
+	 * level - 1.  Or NULL (then what a subtransaction records stands even
+	 * if it aborts).
+	 */
+	void (*sub_commit)(int level);
+	/* It aborted: forget what was recorded at `level` or deeper.  Or NULL. */
+	void (*sub_abort)(int level);
 	/* Last, however the transaction ended: forget what was recorded. */
 	void (*reset)(void);
 	bool joined; /* xact.c's: joined the current transaction */
