@@ -96,6 +96,28 @@ SELECT kind, status, parked_on, last_error LIKE 'index row size % exceeds %' AS 
 SELECT value FROM schedq.metrics() WHERE name = 'tasks_set_aside';
 DELETE FROM schedq.task WHERE kind = 'planted';
 
+-- The reaper and retention set a bad row aside too: here a constraint an
+-- admin added, which the poisoned task's retry breaks, and a user's table
+-- that references a finished task.
+SELECT count(*) FROM (SELECT schedq.submit(k, queue => 'reap')
+						FROM unnest('{poison,expired}'::text[]) k) s;
+SELECT count(*) FROM schedq.claim('w', queues => '{reap}', n => 2, lease => '1 second');
+ALTER TABLE schedq.task ADD CONSTRAINT poison
+	CHECK (kind <> 'poison' OR status = 'running') NOT VALID;
+SELECT schedq._reap_once(now() + interval '1 minute') AS reaped;
+SELECT kind, status, last_error LIKE '%violates check constraint "poison"%' AS set_aside
+  FROM schedq.task WHERE queue = 'reap' ORDER BY kind;
+ALTER TABLE schedq.task DROP CONSTRAINT poison;
+CREATE TABLE keeps (task_id bigint REFERENCES schedq.task (id));
+UPDATE schedq.task SET status = 'done', finished_at = now() - interval '8 days'
+ WHERE queue = 'reap';
+INSERT INTO keeps SELECT id FROM schedq.task WHERE kind = 'poison';
+SELECT schedq._reap_once(now());
+SELECT kind, finished_at > now() - interval '1 minute' AS kept_another_period
+  FROM schedq.task WHERE queue = 'reap';
+SELECT value FROM schedq.metrics() WHERE name = 'tasks_set_aside';
+DROP TABLE keeps;
+
 -- Another role's task as a dependency is refused exactly as a task that
 -- does not exist (same SQLSTATE and message), and its row is not touched.
 CREATE ROLE regress_hardening_a;

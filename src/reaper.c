@@ -16,6 +16,10 @@
  * that for schedq.sql_cancel_grace is terminated
  * (schedq_executors_escalate, every pass).  Once the executor is gone the
  * attempt times out like any other.
+ *
+ * A task the pass cannot take back, or retention cannot delete (a user's
+ * table that references it, say), is set aside (isolate.c): looked at
+ * again in an hour, or kept one more retention period; the others go on.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,11 +27,13 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "attempt.h"
 #include "call.h"
 #include "executor.h"
+#include "isolate.h"
 #include "metrics.h"
 #include "plan.h"
 #include "reaper.h"
@@ -52,50 +58,61 @@ static SchedqQuery q_extend = SCHEDQ_QUERY(
 	" WHERE id = $1 AND attempts = $2 AND status = 'running'",
 	INT8OID, INT4OID, TIMESTAMPTZOID);
 static SchedqQuery q_retention =
-	SCHEDQ_QUERY("DELETE FROM schedq.task WHERE id IN ("
-				 "  SELECT id FROM schedq.task"
-				 "  WHERE status IN " TASK_FINISHED_SQL
-				 "    AND finished_at < $1"
-				 "  ORDER BY finished_at LIMIT " RETENTION_BATCH_SQL
-				 "  FOR UPDATE SKIP LOCKED)",
+	SCHEDQ_QUERY("SELECT id FROM schedq.task"
+				 " WHERE status IN " TASK_FINISHED_SQL " AND finished_at < $1"
+				 " ORDER BY finished_at LIMIT " RETENTION_BATCH_SQL
+				 " FOR UPDATE SKIP LOCKED",
 				 TIMESTAMPTZOID);
+static SchedqQuery q_delete =
+	SCHEDQ_QUERY("DELETE FROM schedq.task WHERE id = ANY ($1)", INT8ARRAYOID);
+/* A task the reaper could not take back: looked at again in an hour. */
+static SchedqQuery q_postpone_expired =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET lease_expires_at = now() + interval '1 hour',"
+				 "     last_error = $2"
+				 " WHERE id = $1 AND status = 'running'",
+				 INT8OID, TEXTOID);
+/* A task retention could not delete: kept one more retention period. */
+static SchedqQuery q_postpone_retention =
+	SCHEDQ_QUERY("UPDATE schedq.task SET finished_at = now(), last_error = $2"
+				 " WHERE id = $1",
+				 INT8OID, TEXTOID);
+
+/* The expired attempts of one pass, for reap_apply. */
+typedef struct ReapBatch
+{
+	int64	   *ids;
+	int32	   *attempts;
+	bool	   *timed_out;
+	TimestampTz now;
+	int			timeouts; /* taken back, by kind */
+	int			leases;
+} ReapBatch;
 
 /*
- * One reaper pass at time `now`.  Returns how many attempts it took back;
- * *more is set when a batch was full.  A lease never outlives the
- * attempt's deadline (claim and heartbeat cap it), so one index finds
- * both: an attempt past its deadline timed out, any other lost its lease.
+ * Take back the expired attempts ids[0..n-1] (schedq_isolate's apply).
  */
-int
-schedq_reap_pass(TimestampTz now, bool *more)
+static int
+reap_apply(int64 *ids, int n, void *arg)
 {
-	Datum		   value = TimestampTzGetDatum(now);
-	SPITupleTable *rows;
-	int			   n;
-	int			   reaped = 0;
+	ReapBatch *batch = arg;
+	int		   first = ids - batch->ids;
+	int		   timeouts = 0;
+	int		   leases = 0;
 
-	n = schedq_run(&q_expired, &value, NULL, 0, SPI_OK_SELECT);
-	rows = SPI_tuptable;
-	if (n == REAP_BATCH)
-		*more = true;
-	for (int i = 0; i < n; i++)
+	for (int i = first; i < first + n; i++)
 	{
-		bool  isnull;
-		int64 id = DatumGetInt64(
-			SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull));
-		int32 attempt = DatumGetInt32(
-			SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull));
-		bool timed_out = DatumGetBool(
-			SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull));
+		int64 id = batch->ids[i];
+		int32 attempt = batch->attempts[i];
+		bool  timed_out = batch->timed_out[i];
 
-		timed_out = timed_out && !isnull;
 		if (timed_out && schedq_executor_interrupt(id, attempt))
 			continue; /* taken back once its executor has let go */
 		if (!timed_out && schedq_executor_runs(id, attempt))
 		{
 			/* a live executor is still running it: not a lost lease */
 			Datum args[3] = { Int64GetDatum(id), Int32GetDatum(attempt),
-							  value };
+							  TimestampTzGetDatum(batch->now) };
 
 			schedq_run(&q_extend, args, NULL, 0, SPI_OK_UPDATE);
 			continue;
@@ -107,11 +124,97 @@ schedq_reap_pass(TimestampTz now, bool *more)
 		/* an executor that took it up after the look above stops */
 		if (timed_out)
 			schedq_executor_cancel_at_commit(id);
-		reaped++;
-		schedq_count(timed_out ? METRIC_TASK_TIMEOUTS :
-								 METRIC_LEASE_EXPIRATIONS,
-					 1);
+		if (timed_out)
+			timeouts++;
+		else
+			leases++;
 	}
+	/* only now: a batch that failed half-way counts nothing */
+	batch->timeouts += timeouts;
+	batch->leases += leases;
+	return timeouts + leases;
+}
+
+static void
+reap_set_aside(int64 id, const char *error, void *arg)
+{
+	Datum values[2] = { Int64GetDatum(id), CStringGetTextDatum(error) };
+
+	schedq_run(&q_postpone_expired, values, NULL, 0, SPI_OK_UPDATE);
+}
+
+static int
+retention_apply(int64 *ids, int n, void *arg)
+{
+	Datum array =
+		PointerGetDatum(construct_array((Datum *) ids, n, INT8OID, 8,
+										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+
+	return schedq_run(&q_delete, &array, NULL, 0, SPI_OK_DELETE);
+}
+
+static void
+retention_set_aside(int64 id, const char *error, void *arg)
+{
+	Datum values[2] = { Int64GetDatum(id), CStringGetTextDatum(error) };
+
+	schedq_run(&q_postpone_retention, values, NULL, 0, SPI_OK_UPDATE);
+}
+
+/* The ids of the first column of SPI_tuptable's n rows. */
+static int64 *
+reap_ids(int n)
+{
+	int64 *ids = palloc(sizeof(int64) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		ids[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	return ids;
+}
+
+/*
+ * One reaper pass at time `now`.  Returns how many attempts it took back;
+ * *more is set when a batch was full.  A lease never outlives the
+ * attempt's deadline (claim and heartbeat cap it), so one index finds
+ * both: an attempt past its deadline timed out, any other lost its lease.
+ */
+int
+schedq_reap_pass(TimestampTz now, bool *more)
+{
+	Datum	  value = TimestampTzGetDatum(now);
+	ReapBatch batch = { 0 };
+	int		  n;
+	int		  reaped;
+
+	n = schedq_run(&q_expired, &value, NULL, 0, SPI_OK_SELECT);
+	if (n == REAP_BATCH)
+		*more = true;
+	batch.ids = reap_ids(n);
+	batch.attempts = palloc(sizeof(int32) * Max(n, 1));
+	batch.timed_out = palloc(sizeof(bool) * Max(n, 1));
+	batch.now = now;
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		batch.attempts[i] =
+			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 2, &isnull));
+		batch.timed_out[i] =
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i],
+									   SPI_tuptable->tupdesc, 3, &isnull));
+		batch.timed_out[i] = batch.timed_out[i] && !isnull;
+	}
+	reaped = schedq_isolate("reaper", batch.ids, n, reap_apply, reap_set_aside,
+							&batch);
+	schedq_count(METRIC_TASK_TIMEOUTS, batch.timeouts);
+	schedq_count(METRIC_LEASE_EXPIRATIONS, batch.leases);
 
 	schedq_executors_escalate();
 	(void) schedq_reap_runs();
@@ -120,9 +223,11 @@ schedq_reap_pass(TimestampTz now, bool *more)
 	{
 		value = TimestampTzGetDatum(now -
 									(int64) schedq_retention_s * USECS_PER_SEC);
-		if (schedq_run(&q_retention, &value, NULL, 0, SPI_OK_DELETE) ==
-			RETENTION_BATCH)
+		n = schedq_run(&q_retention, &value, NULL, 0, SPI_OK_SELECT);
+		if (n == RETENTION_BATCH)
 			*more = true;
+		(void) schedq_isolate("retention", reap_ids(n), n, retention_apply,
+							  retention_set_aside, NULL);
 	}
 	return reaped;
 }
