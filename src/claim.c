@@ -39,6 +39,7 @@
 #include "check.h"
 #include "compat.h"
 #include "cron.h"
+#include "executor.h"
 #include "floor.h"
 #include "grant.h"
 #include "metrics.h"
@@ -89,11 +90,13 @@ typedef struct ClaimArgs
  * sort the whole available set instead of walking task_available_idx.
  *
  * Parameters: $1 n, $2 queues, $3 caps, $4 caller, $5 admin, $6 worker,
- * $7 lease, $8 the clock, $9-$11 the claim floor, $12 the claim's nonce.
+ * $7 lease, $8 the clock, $9-$11 the claim floor, $12 the claim's nonce,
+ * $13 (SQL tasks only) the tasks the executors are still running.
  */
 #define CLAIM_TYPES                                                            \
 	INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID, TEXTOID,             \
-		INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT8OID, INT8OID
+		INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT8OID,         \
+		INT8OID, INT8ARRAYOID
 
 #define CLAIM_BUDGET_FILTER                                                      \
 	" AND (t.budgets = '{}' OR NOT EXISTS ("                                     \
@@ -119,7 +122,8 @@ typedef struct ClaimArgs
 #define CLAIM_ONE_SQL  " AND t.queue = ($2::text[])[1]"
 #define CLAIM_SOME_SQL " AND t.queue = ANY ($2::text[])"
 #define CLAIM_SQL_ONLY                                                         \
-	" AND t.kind = '" TASK_SQL "' AND '" TASK_SQL "' = ANY (t.required_caps)"
+	" AND t.kind = '" TASK_SQL "' AND '" TASK_SQL "' = ANY (t.required_caps)"  \
+	" AND t.id <> ALL ($13)"
 
 #define CLAIM_BUDGETED(queue_filter)                                           \
 	SCHEDQ_QUERY(CLAIM_CANDIDATES(queue_filter, CLAIM_NOT_PAUSED,              \
@@ -156,7 +160,7 @@ static SchedqQuery claim_take =
 				 " WHERE t.id = ANY ($1)" CLAIM_RETURNING,
 				 INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID,
 				 TEXTOID, INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID,
-				 INT8OID, INT8OID);
+				 INT8OID, INT8OID, INT8ARRAYOID);
 
 /*
  * The one-statement claim: candidates locked and taken at once.  The CTE
@@ -261,8 +265,8 @@ claim_emit(ClaimArgs *args, int n)
 static int
 claim_once(ClaimArgs *args)
 {
-	Datum		   values[12];
-	char		   nulls[12] = { ' ', ' ', ' ', ' ', ' ', ' ',
+	Datum		   values[13];
+	char		   nulls[13] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ',
 								 ' ', ' ', ' ', ' ', ' ', ' ' };
 	SchedqClaimKey floor;
 	SPITupleTable *candidates;
@@ -289,6 +293,11 @@ claim_once(ClaimArgs *args)
 	/* drawn anew by every look: a claim that rolls back leaves it unused */
 	args->nonce = (int64) pg_prng_uint64(&pg_global_prng_state);
 	values[11] = Int64GetDatum(args->nonce);
+	/* SQL tasks an executor still runs (retried while it ignores a cancel) */
+	values[12] = args->filter == CLAIM_SQL_TASKS ?
+					 schedq_executor_busy_tasks() :
+					 (Datum) 0;
+	nulls[12] = args->filter == CLAIM_SQL_TASKS ? ' ' : 'n';
 
 	if (!schedq_budgets_exist())
 	{

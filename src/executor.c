@@ -218,6 +218,27 @@ executor_running(int64 task_id, int32 attempt)
 }
 
 /*
+ * The tasks the executors of this database are running, as an int8[]:
+ * _claim_sql skips them, so that a task retried while an executor still
+ * runs it (a canceled command that ignores the cancel) waits for it.
+ */
+Datum
+schedq_executor_busy_tasks(void)
+{
+	Datum *ids = palloc(sizeof(Datum) * EXECUTOR_SLOTS);
+	int	   n = 0;
+
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < EXECUTOR_SLOTS; i++)
+		if (executors[i].dboid == MyDatabaseId && executors[i].pid != 0 &&
+			executors[i].task_id != 0)
+			ids[n++] = Int64GetDatum(executors[i].task_id);
+	LWLockRelease(schedq_shared->lock);
+	return PointerGetDatum(
+		construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
  * Is a live executor of this database running this attempt?
  */
 bool

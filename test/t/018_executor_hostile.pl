@@ -218,6 +218,27 @@ my $next = submit('a', 'SELECT 1');
 ok(wait_finished(10, $next), '(b) the next task runs');
 is(task_row($next), 'done|1||{"rows": 1}', '(b) and is done');
 
+# (b2) Canceled, then retried at once while its executor still ignores the
+# cancel: no second executor takes it up until the first has gone.
+my $t_r = submit('a', $stubborn);
+my $pid_r = wait_running($t_r, $stubborn) // 0;
+$node->safe_psql('postgres', "SELECT schedq.cancel($t_r), schedq.retry($t_r)");
+my ($twice, $second) = (0, 0);
+$start = time;
+while (time - $start < 15)
+{
+	my ($first_alive, $pids) = split /\|/, $node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM pg_stat_activity WHERE pid = $pid_r)"
+		  . " || '|' || coalesce((" . running_query($stubborn) . "), '')");
+	$twice = 1 if count_of($pids) > 1;
+	if (!$first_alive && count_of($pids) == 1) { $second = 1; last; }
+	usleep(50_000);
+}
+ok(!$twice, '(b2) a retried task is not run while its old executor still runs it');
+ok($second, '(b2) it runs once the old executor has gone');
+$node->safe_psql('postgres', "SELECT schedq.cancel($t_r)");
+ok(restore_pool($stubborn), '(b2) two idle executors again');
+
 #
 # (c) The default timeout of SQL tasks.
 #
