@@ -418,11 +418,13 @@ AS 'MODULE_PATHNAME', 'schedq_metrics';
 COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for the whole server, since it started';
 
 CREATE FUNCTION schedq.scheduler_status(OUT datname name, OUT pid integer,
-										OUT state text, OUT last_tick timestamptz)
+										OUT state text, OUT last_tick timestamptz,
+										OUT sql_workers integer,
+										OUT sql_workers_wanted integer)
 RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
 AS 'MODULE_PATHNAME', 'schedq_scheduler_status';
-COMMENT ON FUNCTION schedq.scheduler_status IS 'one row per database with a running scheduler';
+COMMENT ON FUNCTION schedq.scheduler_status IS 'one row per database with a running scheduler (with its SQL executors started and wanted), or whose scheduler found no background worker slot (state ''no worker slot'')';
 
 -- Both views run as the querying role (security_invoker), so row-level
 -- security on schedq.task decides what each role counts.

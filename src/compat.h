@@ -20,9 +20,16 @@
 #define PG17_GE (PG_VERSION_NUM >= 170000)
 
 /*
- * pg_class_aclcheck and friends became object_aclcheck in 16; schedq only
- * needs role membership checks, which did not change.
+ * pg_class_aclcheck and friends became object_aclcheck in 16; schedq needs
+ * role membership checks, which did not change, and one of a tablespace.
  */
+#if PG16_GE
+#define schedq_tablespace_aclcheck(spcoid, roleid, mode)                       \
+	object_aclcheck(TableSpaceRelationId, (spcoid), (roleid), (mode))
+#else
+#define schedq_tablespace_aclcheck(spcoid, roleid, mode)                       \
+	pg_tablespace_aclcheck((spcoid), (roleid), (mode))
+#endif
 
 /* Custom wait events arrived in 17. */
 #if PG17_GE

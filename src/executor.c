@@ -135,13 +135,20 @@ schedq_executor_init(void)
 /*
  * Keep schedq.sql_workers executors running for this scheduler's
  * database: start missing ones (one second after one stopped), stop extra
- * ones after a reload lowered it.  Called by the scheduler.
+ * ones after a reload lowered it.  Called by the scheduler.  Returns how
+ * many are started (or starting); *wanted is how many there should be,
+ * and *no_slot is set when one could not be started because no background
+ * worker slot was free (max_worker_processes), for the scheduler to say.
  */
-void
-schedq_executors_keep(void)
+int
+schedq_executors_keep(int *wanted, bool *no_slot)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int			want = Min(schedq_sql_workers, EXECUTORS_PER_DATABASE);
+	int			started = 0;
+
+	*wanted = want;
+	*no_slot = false;
 
 	for (int i = 0; i < EXECUTORS_PER_DATABASE; i++)
 	{
@@ -173,10 +180,14 @@ schedq_executors_keep(void)
 			{
 				pool_handles[i] = NULL;
 				pool_stopped_at[i] = now;
+				*no_slot = true;
 			}
 			MemoryContextSwitchTo(old);
 		}
+		if (i < want && pool_handles[i] != NULL)
+			started++;
 	}
+	return started;
 }
 
 /*

@@ -13,7 +13,7 @@
 extern PGDLLEXPORT void schedq_executor_main(Datum main_arg);
 
 extern void	 schedq_executor_init(void);
-extern void	 schedq_executors_keep(void);
+extern int	 schedq_executors_keep(int *wanted, bool *no_slot);
 extern bool	 schedq_executors_stop(Oid dboid);
 extern bool	 schedq_executor_runs(int64 task_id, int32 attempt);
 extern Datum schedq_executor_busy_tasks(void);

@@ -12,9 +12,10 @@
  * So one bad row costs a pass about 2 log2(n) subtransactions, and the
  * database's other tasks keep flowing.
  *
- * schedq_try is the subtransaction bracket itself, as PL/pgSQL's
+ * schedq_subxact is the subtransaction bracket itself, as PL/pgSQL's
  * exception blocks use it: on error, the subtransaction is rolled back
- * and the error's message returned instead of raised.  What is not a
+ * and the error returned instead of raised; the scheduler runs each of
+ * its passes so.  schedq_try is the same for work on rows: what is not a
  * row's fault -- a query cancel, a shutdown request, a lock timeout, a
  * deadlock or serialization failure, all of which pass -- is raised again,
  * for the pass as a whole to be retried.
@@ -33,14 +34,14 @@
 
 /*
  * Run step(arg) in a subtransaction.  Returns NULL when it succeeded, or
- * the message of the error that rolled it back.
+ * the error that rolled it back (in the caller's memory context).
  */
-char *
-schedq_try(SchedqStep step, void *arg)
+ErrorData *
+schedq_subxact(SchedqStep step, void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	char		 *error = NULL;
+	ErrorData	 *edata = NULL;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -53,25 +54,36 @@ schedq_try(SchedqStep step, void *arg)
 	}
 	PG_CATCH();
 	{
-		ErrorData *edata;
-
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		/* not the row's fault: let the caller's caller deal with it */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
-			edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-			edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
-			edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE)
-			ReThrowError(edata);
-		error = edata->message;
 	}
 	PG_END_TRY();
-	return error;
+	return edata;
+}
+
+/*
+ * As schedq_subxact, for a step that works on rows: returns the message
+ * of an error that may be the rows' fault, and raises again one that is
+ * not (see the file header).
+ */
+char *
+schedq_try(SchedqStep step, void *arg)
+{
+	ErrorData *edata = schedq_subxact(step, arg);
+
+	if (edata == NULL)
+		return NULL;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+		edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+		edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+		edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE)
+		ReThrowError(edata);
+	return edata->message;
 }
 
 typedef struct IsolateStep

@@ -7,10 +7,13 @@
 #ifndef SCHEDQ_ISOLATE_H
 #define SCHEDQ_ISOLATE_H
 
+#include "utils/elog.h"
+
 /* A step run in a subtransaction; arg is the caller's. */
 typedef void (*SchedqStep)(void *arg);
 
-extern char *schedq_try(SchedqStep step, void *arg);
+extern ErrorData *schedq_subxact(SchedqStep step, void *arg);
+extern char		 *schedq_try(SchedqStep step, void *arg);
 
 /*
  * A pass's work on a set of task ids: apply does it to ids[0..n-1] and

@@ -17,7 +17,11 @@
  *	  connected to again and again;
  *	- a scheduler that stopped for any other reason (an error, a crash, a
  *	  SIGTERM) is started again after SCHEDQ_RESTART_DELAY, unless its slot
- *	  is held (DROP DATABASE in progress) or the database is gone.
+ *	  is held (DROP DATABASE in progress) or the database is gone;
+ *	- a scheduler that cannot start because no background worker slot is
+ *	  free (max_worker_processes) is tried again at every scan; the first
+ *	  failure is logged as a WARNING, and the database's slot says 'no
+ *	  worker slot' (scheduler_status()) until one starts.
  *
  * Per database, in the launcher's memory:
  *
@@ -73,7 +77,9 @@ typedef struct LauncherDb
 	LauncherDbState			state;
 	BackgroundWorkerHandle *handle;
 	TimestampTz				stopped_at;
-	bool					seen; /* still in pg_database at the last scan */
+	bool					seen;	 /* still in pg_database at the last scan */
+	NameData				datname; /* as of the last scan */
+	bool					no_slot; /* the last start found no worker slot */
 } LauncherDb;
 
 static HTAB *launcher_dbs = NULL;
@@ -91,8 +97,25 @@ launcher_exit(int code, Datum arg)
 }
 
 /*
+ * Note in a database's slot whether the launcher found no background
+ * worker slot for its scheduler, for scheduler_status().
+ */
+static void
+launcher_set_no_slot(LauncherDb *db, bool no_slot)
+{
+	SchedqDatabase *slot;
+
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	slot = schedq_database_slot(db->dboid, no_slot);
+	if (slot != NULL)
+		slot->no_worker_slot = no_slot;
+	LWLockRelease(schedq_shared->lock);
+}
+
+/*
  * Start a scheduler for a database.  Returns false when no background
- * worker slot is free (we try again on the next scan).
+ * worker slot is free (we try again on the next scan).  Says so once, not
+ * at every try.
  */
 static bool
 launcher_start_scheduler(LauncherDb *db)
@@ -103,12 +126,28 @@ launcher_start_scheduler(LauncherDb *db)
 					   db->dboid);
 	if (!RegisterDynamicBackgroundWorker(&worker, &db->handle))
 	{
-		ereport(WARNING, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				errmsg("could not start schedq scheduler for database %u",
-					   db->dboid),
-				errhint("Raise max_worker_processes."));
 		db->handle = NULL;
+		if (!db->no_slot)
+		{
+			ereport(
+				WARNING, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg(
+					"could not start the schedq scheduler of database \"%s\": no background worker slot is free",
+					NameStr(db->datname)),
+				errdetail(
+					"The launcher tries again every second; schedq.scheduler_status() shows the database as 'no worker slot' meanwhile."),
+				schedq_worker_slots_errhint());
+			db->no_slot = true;
+			launcher_set_no_slot(db, true);
+		}
 		return false;
+	}
+	if (db->no_slot)
+	{
+		ereport(LOG, errmsg("started the schedq scheduler of database \"%s\"",
+							NameStr(db->datname)));
+		db->no_slot = false;
+		launcher_set_no_slot(db, false);
 	}
 	db->state = LDB_STARTED;
 	return true;
@@ -148,8 +187,10 @@ launcher_scan_databases(void)
 			db->state = LDB_STOPPED; /* start at once */
 			db->handle = NULL;
 			db->stopped_at = 0;
+			db->no_slot = false;
 		}
 		db->seen = true;
+		db->datname = form->datname;
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -158,10 +199,11 @@ launcher_scan_databases(void)
 
 /*
  * Bring each database's scheduler to where it should be.  Returns the
- * time of the next thing to do.
+ * time of the next thing to do; *started is set when a scheduler was
+ * started.
  */
 static TimestampTz
-launcher_reconcile(void)
+launcher_reconcile(bool *started)
 {
 	TimestampTz		now = GetCurrentTimestamp();
 	TimestampTz		next = now + (int64) LAUNCHER_SCAN_MS * 1000;
@@ -215,7 +257,8 @@ launcher_reconcile(void)
 			hold_until = slot->hold_until;
 			/* a scheduler this launcher did not start (it was restarted) */
 			running_elsewhere = slot->pid != 0 && kill(slot->pid, 0) == 0;
-			if (slot->pid == 0 && !probe && hold_until <= now)
+			if (slot->pid == 0 && !probe && hold_until <= now &&
+				(!slot->no_worker_slot || !db->seen))
 				slot->dboid = InvalidOid;
 		}
 		LWLockRelease(schedq_shared->lock);
@@ -244,7 +287,10 @@ launcher_reconcile(void)
 					   db->stopped_at + (int64) SCHEDQ_RESTART_DELAY_MS * 1000);
 			continue;
 		}
-		if (launcher_start_scheduler(db) && probe)
+		if (!launcher_start_scheduler(db))
+			continue;
+		*started = true;
+		if (probe)
 		{
 			LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 			slot = schedq_database_slot(db->dboid, false);
@@ -262,7 +308,8 @@ launcher_reconcile(void)
 void
 schedq_launcher_main(Datum main_arg)
 {
-	HASHCTL ctl;
+	HASHCTL	   ctl;
+	SchedqPace pace = { 0 };
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -286,11 +333,13 @@ schedq_launcher_main(Datum main_arg)
 	for (;;)
 	{
 		TimestampTz next;
+		bool		started = false;
 		long		timeout_ms;
 
 		launcher_scan_databases();
-		next = launcher_reconcile();
-		timeout_ms = Max(1, (next - GetCurrentTimestamp() + 999) / 1000);
+		next = launcher_reconcile(&started);
+		timeout_ms =
+			schedq_pace_sleep_ms(&pace, next, started, LAUNCHER_SCAN_MS);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout_ms, SCHEDQ_WAIT_EVENT("SchedqLauncherMain"));

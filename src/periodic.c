@@ -133,7 +133,9 @@ static SchedqQuery q_owner = SCHEDQ_QUERY(
 static SchedqQuery q_delete =
 	SCHEDQ_QUERY("DELETE FROM schedq.periodic WHERE name = $1", TEXTOID);
 static SchedqQuery q_next_due =
-	SCHEDQ_QUERY0("SELECT min(next_run) FROM schedq.periodic WHERE enabled");
+	SCHEDQ_QUERY("SELECT min(next_run) FROM schedq.periodic"
+				 " WHERE enabled AND next_run > $1",
+				 TIMESTAMPTZOID);
 
 /*
  * Parse a schedule and its time zone and find its first run after
@@ -575,15 +577,19 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 }
 
 /*
- * The earliest next_run of an enabled schedule, or DT_NOEND.
+ * The earliest next_run after `now` of an enabled schedule, or DT_NOEND.
+ * Schedules due already but not fired (their row was locked by someone:
+ * the pass skips it) are not counted: they would make the scheduler spin.
+ * They are tried again at the scheduler's fallback interval.
  */
 TimestampTz
-schedq_periodic_next_due(void)
+schedq_periodic_next_due(TimestampTz now)
 {
+	Datum value = TimestampTzGetDatum(now);
 	bool  isnull;
 	Datum next;
 
-	schedq_run(&q_next_due, NULL, NULL, 0, SPI_OK_SELECT);
+	schedq_run(&q_next_due, &value, NULL, 0, SPI_OK_SELECT);
 	next =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(next);

@@ -10,6 +10,6 @@
 #include "datatype/timestamp.h"
 
 extern int		   schedq_periodic_pass(TimestampTz now, bool *more);
-extern TimestampTz schedq_periodic_next_due(void);
+extern TimestampTz schedq_periodic_next_due(TimestampTz now);
 
 #endif /* SCHEDQ_PERIODIC_H */

@@ -32,6 +32,13 @@
  *
  * Passes are serialized by a transaction-level lock (worker.h), so the
  * scheduler and schedq._promote_once() never run one at the same time.
+ * The scheduler never waits for it (schedq_promote_try_lock): while a
+ * session that ran _promote_once() keeps its transaction open, the
+ * scheduler skips promotion and tries again soon.  It runs the two steps
+ * of a pass -- gate events, then due tasks -- each on its own
+ * (schedq_promote_events, schedq_promote_due), so that an events step
+ * that cannot finish (a row it must unpark is locked by someone) does not
+ * hold back the promotion of other tasks.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -191,7 +198,8 @@ key_match(const void *key1, const void *key2, Size keysize)
 }
 
 /*
- * Take the pass lock, waiting for a pass running elsewhere.
+ * Take the pass lock, waiting for a pass running elsewhere.  (In the
+ * scheduler it is already held: schedq_promote_try_lock.)
  */
 static void
 promote_lock(void)
@@ -200,6 +208,21 @@ promote_lock(void)
 
 	schedq_lock_tag(&tag, SCHEDQ_LOCK_PROMOTE);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * Take the pass lock unless another transaction holds it; returns whether
+ * it is held now.  The scheduler takes it so, before each step of a pass,
+ * and never waits.
+ */
+bool
+schedq_promote_try_lock(void)
+{
+	LOCKTAG tag;
+
+	schedq_lock_tag(&tag, SCHEDQ_LOCK_PROMOTE);
+	return LockAcquire(&tag, ExclusiveLock, false, true) !=
+		   LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
@@ -480,19 +503,40 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 }
 
 /*
- * One promotion pass at time `now`.  Returns how many tasks it made
- * available; *more is set when a batch was full and another pass should
- * follow at once.
+ * One promotion pass at time `now`: its two steps.  Returns how many tasks
+ * it made available; *more is set when a batch was full and another pass
+ * should follow at once.
  */
 int
 schedq_promote_pass(TimestampTz now, bool *more)
+{
+	schedq_promote_events(more);
+	return schedq_promote_due(now, more);
+}
+
+/*
+ * The first step of a pass: consume the gate events and unpark what they
+ * free.
+ */
+void
+schedq_promote_events(bool *more)
+{
+	promote_lock();
+	promote_consume_events(more);
+}
+
+/*
+ * The second step of a pass: promote the due tasks that every gate lets
+ * go, park those a gate holds.  Returns how many it made available.
+ */
+int
+schedq_promote_due(TimestampTz now, bool *more)
 {
 	TimestampTz oldest = DT_NOEND;
 	int			promoted;
 	bool		full;
 
 	promote_lock();
-	promote_consume_events(more);
 	promoted = promote_plain(now, &oldest, &full);
 	if (full)
 		*more = true;

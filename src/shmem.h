@@ -7,8 +7,9 @@
  * Locking of the core part: launcher_pid, launcher_latch and databases[]
  * are protected by the schedq LWLock (lock).  A database slot is created
  * by the launcher or by the backend that runs CREATE EXTENSION; its
- * scheduler fields are written by that database's scheduler.  Modules
- * say in their own headers what protects their parts.
+ * scheduler fields (pid through sql_workers_wanted) are written by that
+ * database's scheduler, no_worker_slot by the launcher.  Modules say in
+ * their own headers what protects their parts.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_SHMEM_H
@@ -42,6 +43,10 @@ typedef struct SchedqDatabase
 	Latch	   *latch;		/* its latch */
 	SchedqSchedulerState state;
 	TimestampTz			 last_tick;
+	int					 sql_workers;		 /* its SQL executors started */
+	int					 sql_workers_wanted; /* how many it should have */
+	bool				 no_worker_slot;	 /* the launcher found no background
+										  * worker slot for a scheduler */
 } SchedqDatabase;
 
 typedef struct SchedqShared

@@ -10,23 +10,47 @@
  *	  which finds the extension gone and exits for good.
  *	- DROP DATABASE (with or without FORCE), ALTER DATABASE ... RENAME TO,
  *	  ALTER DATABASE ... SET TABLESPACE and CREATE DATABASE ... TEMPLATE
- *	  need a database nobody is connected to: before running them, hold the database's slot (so the
- *	  launcher starts nothing there), stop its scheduler and wait for it to
- *	  exit.  Afterwards the hold is shortened; if the database still exists
- *	  the launcher starts a scheduler again.  (PostgreSQL 19 offers
+ *	  need a database nobody is connected to: before running them, hold
+ *	  the database's slot (so the launcher starts nothing there), stop its
+ *	  scheduler and its SQL executors and wait for them to exit.
+ *	  Afterwards the hold is shortened; if the database still exists the
+ *	  launcher starts a scheduler again.  (PostgreSQL 19 offers
  *	  BGWORKER_INTERRUPTIBLE for this; until then the hook does it.)
+ *
+ * The workers are stopped only when the command will go ahead: the hook
+ * runs before PostgreSQL checks anything, so it makes PostgreSQL 15's own
+ * checks of each command first (dbcommands.c: dropdb, createdb,
+ * RenameDatabase, movedb; PreventInTransactionBlock) -- the database
+ * exists; the user owns it (for a template, or has the right to copy it);
+ * has CREATEDB where the command needs it; the command is not inside a
+ * transaction block or a function where it cannot run; the database is
+ * not the current one where that is refused; a new name is free -- and
+ * leaves any failing command to PostgreSQL, which raises its own error.
+ * Otherwise any role could stop a database's workers, again and again,
+ * with a command bound to fail.  Only what can still fail after these
+ * checks (other sessions connected, an I/O error) stops the workers of a
+ * database for nothing; the launcher starts them again within seconds.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <signal.h>
 
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_subscription.h"
+#include "catalog/pg_tablespace.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "replication/slot.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -98,33 +122,207 @@ hook_names_schedq(List *objects)
 }
 
 /*
- * The database a command needs to itself, or InvalidOid.
+ * Could a command that PreventInTransactionBlock() guards run here?
+ * (Its conditions in PostgreSQL 15, without raising its errors.)
+ */
+static bool
+hook_may_run_outside_block(ProcessUtilityContext context)
+{
+#ifdef XACT_FLAGS_PIPELINING
+	/* in a pipeline that started an implicit transaction (newer minors) */
+	if ((MyXactFlags & XACT_FLAGS_PIPELINING) != 0)
+		return false;
+#endif
+	return context == PROCESS_UTILITY_TOPLEVEL && !IsTransactionBlock() &&
+		   !IsSubTransaction();
+}
+
+/*
+ * What pg_database says of a database: false if there is none by that
+ * name.
+ */
+static bool
+hook_database(const char *name, Oid *dboid, Oid *owner, bool *istemplate,
+			  Oid *tablespace)
+{
+	HeapTuple		 tuple;
+	Form_pg_database form;
+
+	*dboid = get_database_oid(name, true);
+	if (!OidIsValid(*dboid))
+		return false;
+	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(*dboid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	form = (Form_pg_database) GETSTRUCT(tuple);
+	*owner = form->datdba;
+	*istemplate = form->datistemplate;
+	*tablespace = form->dattablespace;
+	ReleaseSysCache(tuple);
+	return true;
+}
+
+/*
+ * The database DROP DATABASE will drop, or InvalidOid if PostgreSQL will
+ * refuse it (dropdb).
  */
 static Oid
-hook_exclusive_database(Node *parsetree)
+hook_dropdb(DropdbStmt *stmt, ProcessUtilityContext context)
+{
+	Oid		  dboid;
+	Oid		  owner;
+	bool	  istemplate;
+	Oid		  tablespace;
+	int		  nslots;
+	int		  nactive;
+	ListCell *lc;
+
+	if (!hook_may_run_outside_block(context))
+		return InvalidOid;
+	foreach (lc, stmt->options)
+		if (strcmp(((DefElem *) lfirst(lc))->defname, "force") != 0)
+			return InvalidOid;
+	if (!hook_database(stmt->dbname, &dboid, &owner, &istemplate, &tablespace))
+		return InvalidOid;
+	if (!has_privs_of_role(GetUserId(), owner) || istemplate ||
+		dboid == MyDatabaseId)
+		return InvalidOid;
+	(void) ReplicationSlotsCountDBSlots(dboid, &nslots, &nactive);
+	if (nactive > 0 || CountDBSubscriptions(dboid) > 0)
+		return InvalidOid;
+	return dboid;
+}
+
+/*
+ * The template CREATE DATABASE will copy, or InvalidOid if PostgreSQL
+ * will refuse the command (createdb).
+ */
+static Oid
+hook_createdb(CreatedbStmt *stmt, ProcessUtilityContext context)
+{
+	const char *template = "template1";
+	const char *owner_name = NULL;
+	bool		have_template = false;
+	Oid			dboid;
+	Oid			owner;
+	bool		istemplate;
+	Oid			tablespace;
+	ListCell   *lc;
+
+	if (!hook_may_run_outside_block(context))
+		return InvalidOid;
+	foreach (lc, stmt->options)
+	{
+		DefElem *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, "template") == 0)
+		{
+			if (have_template)
+				return InvalidOid; /* conflicting options */
+			have_template = true;
+			if (opt->arg != NULL)
+				template = defGetString(opt);
+		}
+		else if (strcmp(opt->defname, "owner") == 0 && opt->arg != NULL)
+			owner_name = defGetString(opt);
+	}
+	if (!have_createdb_privilege())
+		return InvalidOid;
+	if (owner_name != NULL)
+	{
+		Oid new_owner = get_role_oid(owner_name, true);
+
+		if (!OidIsValid(new_owner) ||
+			!is_member_of_role(GetUserId(), new_owner))
+			return InvalidOid;
+	}
+	if (!hook_database(template, &dboid, &owner, &istemplate, &tablespace))
+		return InvalidOid;
+	/* a database that is not a template is copied by its owner only */
+	if (!istemplate && !has_privs_of_role(GetUserId(), owner))
+		return InvalidOid;
+	if (OidIsValid(get_database_oid(stmt->dbname, true)))
+		return InvalidOid;
+	return dboid;
+}
+
+/*
+ * The database ALTER DATABASE ... RENAME TO will rename, or InvalidOid if
+ * PostgreSQL will refuse it (RenameDatabase).  It may run in a
+ * transaction block.
+ */
+static Oid
+hook_rename(RenameStmt *stmt)
+{
+	Oid	 dboid;
+	Oid	 owner;
+	bool istemplate;
+	Oid	 tablespace;
+
+	if (!hook_database(stmt->subname, &dboid, &owner, &istemplate, &tablespace))
+		return InvalidOid;
+	if (!has_privs_of_role(GetUserId(), owner) || !have_createdb_privilege())
+		return InvalidOid;
+	if (OidIsValid(get_database_oid(stmt->newname, true)) ||
+		dboid == MyDatabaseId)
+		return InvalidOid;
+	return dboid;
+}
+
+/*
+ * The database ALTER DATABASE ... SET TABLESPACE will move, or InvalidOid
+ * if PostgreSQL will refuse it or has nothing to do (AlterDatabase,
+ * movedb).
+ */
+static Oid
+hook_movedb(AlterDatabaseStmt *stmt, DefElem *option,
+			ProcessUtilityContext context)
+{
+	Oid			dboid;
+	Oid			owner;
+	bool		istemplate;
+	Oid			tablespace;
+	Oid			target;
+	const char *target_name;
+
+	/* SET TABLESPACE takes no other option; nor may it be given twice */
+	if (list_length(stmt->options) != 1 || option->arg == NULL ||
+		!hook_may_run_outside_block(context))
+		return InvalidOid;
+	if (!hook_database(stmt->dbname, &dboid, &owner, &istemplate, &tablespace))
+		return InvalidOid;
+	if (!has_privs_of_role(GetUserId(), owner) || dboid == MyDatabaseId)
+		return InvalidOid;
+	target_name = defGetString(option);
+	target = get_tablespace_oid(target_name, true);
+	if (!OidIsValid(target) ||
+		schedq_tablespace_aclcheck(target, GetUserId(), ACL_CREATE) !=
+			ACLCHECK_OK ||
+		target == GLOBALTABLESPACE_OID)
+		return InvalidOid;
+	/* moving to where it is does nothing, and needs nobody to leave */
+	if (target == tablespace)
+		return InvalidOid;
+	return dboid;
+}
+
+/*
+ * The database a command needs to itself, if PostgreSQL will run it (see
+ * the file header), or InvalidOid.
+ */
+static Oid
+hook_exclusive_database(Node *parsetree, ProcessUtilityContext context)
 {
 	switch (nodeTag(parsetree))
 	{
 		case T_DropdbStmt:
-			return get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+			return hook_dropdb((DropdbStmt *) parsetree, context);
 		case T_CreatedbStmt:
-		{
-			ListCell *lc;
-
 			/* the template is copied only while nobody is connected */
-			foreach (lc, ((CreatedbStmt *) parsetree)->options)
-			{
-				DefElem *opt = lfirst(lc);
-
-				if (strcmp(opt->defname, "template") == 0)
-					return get_database_oid(defGetString(opt), true);
-			}
-		}
-		break;
+			return hook_createdb((CreatedbStmt *) parsetree, context);
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
-				return get_database_oid(((RenameStmt *) parsetree)->subname,
-										true);
+				return hook_rename((RenameStmt *) parsetree);
 			break;
 		case T_AlterDatabaseStmt:
 		{
@@ -132,9 +330,12 @@ hook_exclusive_database(Node *parsetree)
 			ListCell		  *lc;
 
 			foreach (lc, stmt->options)
-				if (strcmp(((DefElem *) lfirst(lc))->defname, "tablespace") ==
-					0)
-					return get_database_oid(stmt->dbname, true);
+			{
+				DefElem *opt = lfirst(lc);
+
+				if (strcmp(opt->defname, "tablespace") == 0)
+					return hook_movedb(stmt, opt, context);
+			}
 		}
 		break;
 		default:
@@ -154,7 +355,7 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 	if (schedq_shared != NULL)
 	{
-		exclusive_db = hook_exclusive_database(parsetree);
+		exclusive_db = hook_exclusive_database(parsetree, context);
 		if (OidIsValid(exclusive_db))
 			hook_stop_scheduler(exclusive_db, GetCurrentTimestamp() +
 												  (int64) HOOK_HOLD_MS * 1000);

@@ -2,10 +2,30 @@
  * worker.c
  *	  What every schedq background worker does the same way: how it is
  *	  registered, its session settings, the transaction bracket around
- *	  each iteration, and the tags of schedq's locks.
+ *	  each iteration, the pace of its loop, and the tags of schedq's locks.
+ *
+ * Pace: a loop sleeps until its next due time, but never less than
+ * SCHEDQ_IDLE_FLOOR_MS after an iteration that did nothing, and when such
+ * an iteration woke already late for what it thought was due (something
+ * due that it cannot do: a row locked by someone else, say), it backs
+ * off, doubling its sleep each time up to the loop's longest.  So no
+ * mistake in a due-time computation can make a worker spin.
+ *
+ * Locks: schedq's locks are advisory locks that no SQL function can take
+ * or wait for.  The SQL advisory lock functions (lockfuncs.c) put the
+ * database in field1, the key in fields 2 and 3, and 1 (an int8 key) or 2
+ * (two int4 keys) in field4; anyone may call them, so a lock in their
+ * space could be held by any role, stopping the scheduler (a promotion
+ * pass would wait forever, a new scheduler would find its lock taken and
+ * leave).  Ours have field4 = SCHEDQ_LOCK_FIELD4, which they never use
+ * (Citus uses 4 to 12).  pg_locks shows them as advisory locks with
+ * classid SCHEDQ_LOCK_CLASS, objid the lock (SchedqLock) and objsubid
+ * SCHEDQ_LOCK_FIELD4.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <limits.h>
 
 #include "access/xact.h"
 #include "executor/spi.h"
@@ -15,11 +35,14 @@
 #include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
+#include "settings.h"
 #include "worker.h"
 
-/* Advisory lock tags: (database, SCHEDQ_LOCK_CLASS, what). */
-#define SCHEDQ_LOCK_CLASS 0x53510000 /* "SQ" */
+/* Advisory lock tags: (database, SCHEDQ_LOCK_CLASS, what, FIELD4). */
+#define SCHEDQ_LOCK_CLASS  0x53510000 /* "SQ" */
+#define SCHEDQ_LOCK_FIELD4 0x5351	  /* not 1 or 2: no SQL function's */
 
 /*
  * Fill in a schedq worker that connects to database dboid (InvalidOid:
@@ -48,12 +71,25 @@ schedq_worker_fill(BackgroundWorker *worker, const char *function,
 }
 
 /*
+ * The hint of a message that a schedq worker could not be started for
+ * want of a background worker slot; for use inside ereport().
+ */
+int
+schedq_worker_slots_errhint(void)
+{
+	return errhint(
+		"Raise max_worker_processes (now %d): schedq needs a background worker for its launcher, and for each database with schedq one for its scheduler and schedq.sql_workers (now %d) for its SQL executors.",
+		max_worker_processes, schedq_sql_workers);
+}
+
+/*
  * The tag of a schedq lock of this database.
  */
 void
 schedq_lock_tag(LOCKTAG *tag, SchedqLock what)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, SCHEDQ_LOCK_CLASS, what, 2);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, SCHEDQ_LOCK_CLASS, what,
+						 SCHEDQ_LOCK_FIELD4);
 }
 
 /*
@@ -75,11 +111,57 @@ schedq_worker_settings(void)
 	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
 
 	/*
+	 * Nor does a worker wait without bound for a lock someone else holds (a
+	 * row in an idle transaction, a table locked by hand): it gives up with
+	 * an error after this long.  The scheduler reports it and tries that
+	 * pass again later, doing its other passes meanwhile (scheduler.c).
+	 */
+	SetConfigOption("lock_timeout", CppAsString2(SCHEDQ_WORKER_LOCK_TIMEOUT_MS),
+					PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
 	 * Every query of a worker is written for an index.  Its plans are
 	 * generic and kept, and one made while a table was nearly empty would
 	 * scan the table sequentially until the next ANALYZE.
 	 */
 	SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * How long a loop should sleep, in milliseconds, until `wake` (rounded up:
+ * waking a little early would find nothing due yet) after an iteration
+ * that made progress or not.  An iteration that did nothing sleeps at
+ * least SCHEDQ_IDLE_FLOOR_MS; one that did nothing although its wake time
+ * had already passed backs off, doubling up to max_ms.
+ */
+long
+schedq_pace_sleep_ms(SchedqPace *pace, TimestampTz wake, bool progress,
+					 int max_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		ms = 0;
+
+	if (wake > now)
+		ms = (long) Min((wake - now + 999) / 1000, (int64) INT_MAX);
+	if (progress)
+	{
+		pace->backoff_ms = 0;
+		return Max(ms, 1);
+	}
+	if (ms >= SCHEDQ_IDLE_FLOOR_MS)
+	{
+		pace->backoff_ms = 0;
+		return ms;
+	}
+	if (ms > 0)
+		return SCHEDQ_IDLE_FLOOR_MS;
+	/* late, and nothing done: what seemed due cannot be done now */
+	if (pace->backoff_ms == 0)
+		pace->backoff_ms = SCHEDQ_IDLE_FLOOR_MS;
+	else
+		pace->backoff_ms =
+			Min(pace->backoff_ms * 2, Max(max_ms, SCHEDQ_IDLE_FLOOR_MS));
+	return pace->backoff_ms;
 }
 
 /*

@@ -1,21 +1,43 @@
 /*-------------------------------------------------------------------------
  * worker.h
  *	  What every schedq background worker shares: how it is registered,
- *	  its session settings, the transaction bracket of one iteration, and
- *	  the locks that keep two of them from doing one thing at once.
+ *	  its session settings, the transaction bracket of one iteration, the
+ *	  pace of its loop, and the locks that keep two of them from doing one
+ *	  thing at once.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_WORKER_H
 #define SCHEDQ_WORKER_H
 
+#include "datatype/timestamp.h"
 #include "postmaster/bgworker.h"
 #include "storage/lock.h"
+
+/* The lock_timeout of every schedq worker (see schedq_worker_settings). */
+#define SCHEDQ_WORKER_LOCK_TIMEOUT_MS 1000
+
+/* Shortest sleep of a loop whose iteration did nothing (SchedqPace). */
+#define SCHEDQ_IDLE_FLOOR_MS 10
 
 extern void schedq_worker_fill(BackgroundWorker *worker, const char *function,
 							   const char *type, Oid dboid);
 extern void schedq_worker_settings(void);
 extern void schedq_tick_begin(const char *activity);
 extern void schedq_tick_commit(void);
+extern int	schedq_worker_slots_errhint(void);
+
+/*
+ * The pace of a worker's loop: how long it sleeps after an iteration.
+ * Zero-initialise one per loop.
+ */
+typedef struct SchedqPace
+{
+	int backoff_ms; /* the last sleep of an iteration that was already
+					 * late and did nothing; 0: none since progress */
+} SchedqPace;
+
+extern long schedq_pace_sleep_ms(SchedqPace *pace, TimestampTz wake,
+								 bool progress, int max_ms);
 
 /* What a schedq lock of a database stands for. */
 typedef enum SchedqLock
