@@ -19,6 +19,7 @@ OBJS = \
 	src/utility.o \
 	src/submit.o \
 	src/claim.o \
+	src/await.o \
 	src/attempt.o \
 	src/manage.o \
 	src/queue.o \

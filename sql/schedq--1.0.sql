@@ -330,6 +330,19 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_claim';
 COMMENT ON FUNCTION schedq.claim IS 'claim up to n available tasks under a lease; one signed grant each';
 
+-- Waiting without holding anything: CALL outside a transaction block, then
+-- claim() when woken is true.  A procedure, since it must commit.  woken is
+-- INOUT only so that it can have a default (a procedure's OUT parameter
+-- cannot follow defaults): its input is ignored.
+CREATE PROCEDURE schedq.await_task(
+	queues text[] DEFAULT NULL,
+	caps text[] DEFAULT '{}',
+	wait interval DEFAULT '30 seconds',
+	INOUT woken boolean DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'schedq_await_task';
+COMMENT ON PROCEDURE schedq.await_task IS 'wait, holding no snapshot and no lock, until a task the caller could claim is available (woken) or wait has passed';
+
 CREATE FUNCTION schedq.heartbeat(token text, extend interval DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE c VOLATILE
@@ -554,6 +567,7 @@ AS 'MODULE_PATHNAME', 'schedq_reap_once';
 REVOKE ALL ON ALL TABLES IN SCHEMA schedq FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA schedq FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA schedq FROM PUBLIC;
+REVOKE ALL ON ALL PROCEDURES IN SCHEMA schedq FROM PUBLIC;
 REVOKE ALL ON SCHEMA schedq FROM PUBLIC;
 
 -- The first signing key of this database.

@@ -34,6 +34,7 @@
 #include "utils/wait_event.h"
 
 #include "attempt.h"
+#include "await.h"
 #include "budget.h"
 #include "call.h"
 #include "check.h"
@@ -349,8 +350,11 @@ claim_once(ClaimArgs *args)
 /*
  * Sleep until a task this claim could take becomes available, or wait_us
  * has passed, claiming what comes.  Registers as a waiter *before* each
- * look, so a task made available after the look wakes it.  Holds no row
- * lock while it sleeps: a look that finds nothing locks nothing.
+ * look, so a task made available after the look wakes it; a look that
+ * finds nothing passes on a wake-up it could not use (await.c).  Holds no
+ * row lock while it sleeps: a look that finds nothing locks nothing.  It
+ * does hold its statement's snapshot and the relation locks of its looks
+ * (await_task does not).
  */
 static int
 claim_wait(ClaimArgs *args)
@@ -372,6 +376,7 @@ claim_wait(ClaimArgs *args)
 			taken = claim_once(args);
 			if (taken > 0)
 				break;
+			schedq_await_pass_on();
 			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 														 deadline);
 			if (timeout_ms <= 0)

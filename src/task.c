@@ -339,7 +339,7 @@ schedq_task_available_at_commit(const char *queue, ArrayType *required_caps,
 								int32 priority, TimestampTz run_at, int64 id)
 {
 	schedq_floor_lower_at_commit(priority, run_at, id);
-	schedq_wake_claimers_at_commit(queue, required_caps);
+	schedq_wake_claimers_at_commit(queue, required_caps, priority, run_at, id);
 }
 
 /*

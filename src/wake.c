@@ -11,7 +11,8 @@
  *	  event: set the latch of this database's scheduler, so that it
  *	  promotes at once instead of at its next fallback poll;
  *	- a task made available (submit fast path, retry, promotion, resumed
- *	  queue): wake claims waiting in claim(wait => ...).
+ *	  queue): wake claims waiting in claim(wait => ...) or
+ *	  schedq.await_task.
  *
  * A waiting claim registers itself in its slot of the waiters (one per
  * backend, in shared memory, under the schedq LWLock) with its
@@ -19,7 +20,27 @@
  * capabilities, then sleeps on its latch.  For each task made available, a
  * committing process wakes at most one waiter that could take it, so a
  * hundred waiting workers are not all woken for one task.  A woken waiter
- * claims; if another worker was quicker it registers and sleeps again.
+ * looks again; if another worker was quicker it registers and sleeps
+ * again.
+ *
+ * "Could take it" is a guess: hashes and Bloom bits can collide, a claim
+ * filtering on many queues matches every queue, and the waiters' table
+ * knows nothing of roles.  So the wake-up names its task, and a woken
+ * waiter whose look finds nothing for itself passes it on
+ * (schedq_waiter_pass_on) while the task is still there for someone: to
+ * the next waiter that could take it, in slot order after its own.  A
+ * wake-up thus goes from slot to slot, each waiter tried at most once,
+ * and ends at a waiter that takes the task, at one that finds the task
+ * gone, or after the last slot: never in a loop.  A waiter that registers
+ * after the commit needs no wake-up: it looks after registering, and sees
+ * the task.  Likewise a waiter already woken (for another task) is passed
+ * over: it has yet to look, and will see this task too.  Whether the task
+ * is still there is for the waiter to ask (await.c); the SQL executors
+ * never pass a wake-up on.
+ *
+ * Every field of a waiter is under the schedq LWLock; its own backend
+ * writes the filter (nqueues, queues, caps, needs), wakers write woken,
+ * for_task and wake.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -44,13 +65,15 @@
 /* A claim sleeping until a task it could take becomes available. */
 typedef struct SchedqWaiter
 {
-	Oid	   dboid; /* InvalidOid: not waiting */
-	Latch *latch;
-	bool   woken;					   /* a waker picked it; it is claiming */
-	int	   nqueues;					   /* -1: every queue */
-	uint32 queues[WAKE_WAITER_QUEUES]; /* hashes of queue names */
-	uint64 caps;  /* Bloom bits of the worker's capabilities */
-	uint64 needs; /* Bloom bits a task must require (executors: sql) */
+	Oid			   dboid; /* InvalidOid: not waiting */
+	Latch		  *latch;
+	bool		   woken;	 /* a waker picked it; it will look */
+	bool		   for_task; /* woken for the task in wake, not for anything */
+	SchedqWakeTask wake;
+	int			   nqueues;					   /* -1: every queue */
+	uint32		   queues[WAKE_WAITER_QUEUES]; /* hashes of queue names */
+	uint64		   caps;  /* Bloom bits of the worker's capabilities */
+	uint64		   needs; /* Bloom bits a task must require (executors: sql) */
 } SchedqWaiter;
 
 /* In shared memory; waiters[] under the schedq LWLock, by MyBackendId - 1. */
@@ -66,17 +89,18 @@ static SchedqWaiters *wake_shared = NULL;
 /* Tasks made available in this transaction, remembered by this many. */
 #define WAKE_MAX_TASKS 64
 
-typedef struct WakeTask
-{
-	uint32 queue;
-	uint64 caps;
-} WakeTask;
+static bool			  wake_scheduler = false;
+static bool			  wake_everyone = false;
+static int			  wake_ntasks = 0;
+static SchedqWakeTask wake_tasks[WAKE_MAX_TASKS];
+static bool			  waiter_registered = false;
 
-static bool		wake_scheduler = false;
-static bool		wake_everyone = false;
-static int		wake_ntasks = 0;
-static WakeTask wake_tasks[WAKE_MAX_TASKS];
-static bool		waiter_registered = false;
+/*
+ * The wake-up this backend took at its last registration: what its look
+ * since then was for.
+ */
+static bool			  waiter_woken = false;
+static SchedqWakeTask waiter_wake;
 
 static Size
 wake_shmem_size(void)
@@ -132,6 +156,45 @@ wake_caps_bits(ArrayType *caps)
 }
 
 /*
+ * Could this waiter take that task, as far as the waiters' table knows?
+ */
+static bool
+wake_matches(const SchedqWaiter *w, const SchedqWakeTask *t)
+{
+	if ((t->caps & ~w->caps) != 0 || (w->needs & ~t->caps) != 0)
+		return false;
+	if (w->nqueues < 0)
+		return true;
+	for (int q = 0; q < w->nqueues; q++)
+		if (w->queues[q] == t->queue)
+			return true;
+	return false;
+}
+
+/*
+ * Wake the first waiter of this database in slots from..max_waiters-1
+ * that is not woken yet and could take the task.  Returns whether there
+ * was one.  Caller holds the schedq LWLock exclusively.
+ */
+static bool
+wake_one(const SchedqWakeTask *t, int from)
+{
+	for (int i = from; i < wake_shared->max_waiters; i++)
+	{
+		SchedqWaiter *w = &wake_shared->waiters[i];
+
+		if (w->dboid != MyDatabaseId || w->woken || !wake_matches(w, t))
+			continue;
+		w->woken = true;
+		w->for_task = true;
+		w->wake = *t;
+		SetLatch(w->latch);
+		return true;
+	}
+	return false;
+}
+
+/*
  * Wake at most one waiting claim of this database that could take each
  * recorded task (or every waiter, if told to).
  */
@@ -142,30 +205,23 @@ wake_claimers(void)
 		return;
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
-	for (int t = 0; t < (wake_everyone ? 1 : wake_ntasks); t++)
+	if (wake_everyone)
 	{
 		for (int i = 0; i < wake_shared->max_waiters; i++)
 		{
 			SchedqWaiter *w = &wake_shared->waiters[i];
-			bool		  match;
 
 			if (w->dboid != MyDatabaseId || w->woken)
 				continue;
-			match = wake_everyone;
-			if (!match && (wake_tasks[t].caps & ~w->caps) == 0 &&
-				(w->needs & ~wake_tasks[t].caps) == 0)
-			{
-				match = w->nqueues < 0;
-				for (int q = 0; q < w->nqueues && !match; q++)
-					match = w->queues[q] == wake_tasks[t].queue;
-			}
-			if (!match)
-				continue;
 			w->woken = true;
+			w->for_task = false; /* nothing to pass on */
 			SetLatch(w->latch);
-			if (!wake_everyone)
-				break;
 		}
+	}
+	else
+	{
+		for (int t = 0; t < wake_ntasks; t++)
+			(void) wake_one(&wake_tasks[t], 0);
 	}
 	LWLockRelease(schedq_shared->lock);
 }
@@ -217,21 +273,28 @@ schedq_wake_scheduler_at_commit(void)
 }
 
 /*
- * A task of this queue with these required capabilities is made
+ * A task of this queue, with these required capabilities and this place
+ * in claim order (the id, or all three, may be lower bounds), is made
  * available: after commit, wake one waiting claim that could take it.
  */
 void
-schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps)
+schedq_wake_claimers_at_commit(const char *queue, ArrayType *required_caps,
+							   int32 priority, TimestampTz run_at, int64 id)
 {
+	SchedqWakeTask *t;
+
 	schedq_xact_join(&wake_effect);
 	if (wake_ntasks >= WAKE_MAX_TASKS)
 	{
 		wake_everyone = true;
 		return;
 	}
-	wake_tasks[wake_ntasks].queue = wake_hash_name(queue, strlen(queue));
-	wake_tasks[wake_ntasks].caps = wake_caps_bits(required_caps);
-	wake_ntasks++;
+	t = &wake_tasks[wake_ntasks++];
+	t->queue = wake_hash_name(queue, strlen(queue));
+	t->caps = wake_caps_bits(required_caps);
+	t->priority = priority;
+	t->run_at = run_at;
+	t->id = id;
 }
 
 /*
@@ -255,7 +318,9 @@ wake_waiter_exit(int code, Datum arg)
  * Register this backend as a claim waiting for tasks of these queues
  * (NULL: every queue) that need no capability outside caps -- and, with
  * only_needing_caps (the SQL executors), only for tasks that require all
- * of them.  Registering again just clears the woken flag.
+ * of them.  Registering again takes the wake-up that came since the last
+ * registration (see schedq_waiter_woken_for) and makes the waiter ready
+ * for the next.  Call it before each look.
  */
 void
 schedq_waiter_register(ArrayType *queues, ArrayType *caps,
@@ -289,16 +354,48 @@ schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 		w->caps = wake_caps_bits(caps);
 		w->needs = only_needing_caps ? w->caps : 0;
 		w->latch = MyLatch;
+		w->woken = false;
 		w->dboid = MyDatabaseId;
 		pg_atomic_fetch_add_u32(&wake_shared->nwaiters, 1);
 		waiter_registered = true;
 	}
+	waiter_woken = w->woken && w->for_task;
+	if (waiter_woken)
+		waiter_wake = w->wake;
 	w->woken = false;
 	LWLockRelease(schedq_shared->lock);
 }
 
 /*
- * Stop waiting.  Safe to call when not registered.
+ * The task whose wake-up this waiter took at its last registration (the
+ * one its look since then was for), or NULL.
+ */
+const SchedqWakeTask *
+schedq_waiter_woken_for(void)
+{
+	return waiter_woken ? &waiter_wake : NULL;
+}
+
+/*
+ * This waiter's look found nothing it could take, and the task it was
+ * woken for is still there for someone: pass the wake-up on to the next
+ * waiter, after this one in slot order, that could take it.
+ */
+void
+schedq_waiter_pass_on(void)
+{
+	if (!waiter_registered || !waiter_woken)
+		return;
+	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+	(void) wake_one(&waiter_wake, MyBackendId);
+	LWLockRelease(schedq_shared->lock);
+	waiter_woken = false;
+}
+
+/*
+ * Stop waiting.  Safe to call when not registered.  A wake-up that came
+ * after the last registration was never looked for: it goes on to the
+ * next waiter, which looks and passes it on in turn if it must.
  */
 void
 schedq_waiter_unregister(void)
@@ -311,7 +408,11 @@ schedq_waiter_unregister(void)
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	w->dboid = InvalidOid;
 	w->latch = NULL;
+	if (w->woken && w->for_task)
+		(void) wake_one(&w->wake, MyBackendId);
+	w->woken = false;
 	pg_atomic_fetch_sub_u32(&wake_shared->nwaiters, 1);
 	waiter_registered = false;
+	waiter_woken = false;
 	LWLockRelease(schedq_shared->lock);
 }
