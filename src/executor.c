@@ -93,6 +93,9 @@ typedef struct SchedqExecutor
 /* In shared memory, EXECUTOR_SLOTS of them, under the schedq LWLock. */
 static SchedqExecutor *executors = NULL;
 
+/* lock_timeout as configured, before the workers' own (worker.c). */
+static char *executor_lock_timeout = NULL;
+
 /* This executor's slot. */
 static SchedqExecutor *executor_slot = NULL;
 
@@ -656,6 +659,12 @@ executor_run(ExecutorTask *task)
 			enable_timeout_at(STATEMENT_TIMEOUT, task->deadline);
 		GetUserIdAndSecContext(&save_userid, &save_sec);
 		save_nestlevel = NewGUCNestLevel();
+		/*
+		 * The command waits for locks as any session would: the workers'
+		 * own bound on lock waits (worker.c) is not the command's.
+		 */
+		SetConfigOption("lock_timeout", executor_lock_timeout, PGC_SUSET,
+						PGC_S_OVERRIDE);
 		SetUserIdAndSecContext(task->owner, save_sec |
 												SECURITY_LOCAL_USERID_CHANGE |
 												SECURITY_RESTRICTED_OPERATION);
@@ -722,6 +731,10 @@ schedq_executor_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("schedq sql executor");
+	/* the server's lock_timeout, for the commands (executor_run) */
+	executor_lock_timeout =
+		MemoryContextStrdup(TopMemoryContext,
+							GetConfigOption("lock_timeout", false, false));
 	schedq_worker_settings();
 
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);

@@ -239,6 +239,25 @@ ok($second, '(b2) it runs once the old executor has gone');
 $node->safe_psql('postgres', "SELECT schedq.cancel($t_r)");
 ok(restore_pool($stubborn), '(b2) two idle executors again');
 
+
+# (b3) A SQL task waits for a lock as any session would: the workers' own
+# one-second lock_timeout is not its own.
+$node->safe_psql('postgres', 'CREATE TABLE held (x int); GRANT ALL ON held TO a');
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE held');
+my $t_l = submit('a', 'INSERT INTO public.held VALUES (1)');
+my $waiting = q{SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+  WHERE a.backend_type = 'schedq sql executor' AND NOT l.granted
+    AND l.relation = 'held'::regclass};
+ok(defined poll_until($node, 'postgres', $waiting, '1', 10),
+	'(b3) the SQL task waits for the lock');
+is(stays($node, 'postgres', $waiting, '1', 2), undef,
+	'(b3) and keeps waiting past the workers\' lock_timeout');
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok(wait_finished(10, $t_l), '(b3) it runs once the lock is free');
+is(task_row($t_l), 'done|1||{"rows": 1}', '(b3) and is done');
+
 #
 # (c) The default timeout of SQL tasks.
 #
