@@ -1,5 +1,5 @@
 #-------------------------------------------------------------------------
-# test/t/018_executor_hostile.pl
+# test/t/021_executor_hostile.pl
 #	  The built-in SQL executors against commands that do not stop when
 #	  asked, against cancels that should not reach them, and over many
 #	  tasks; with schedq.reaper_interval = 200ms and

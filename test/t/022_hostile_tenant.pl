@@ -1,5 +1,5 @@
 #-------------------------------------------------------------------------
-# test/t/020_hostile_tenant.pl
+# test/t/022_hostile_tenant.pl
 #	  A role with only CONNECT (what PUBLIC has on a database) tries every
 #	  vector we know of against a database that uses schedq, and holds on
 #	  to what it can: advisory locks in schedq's old key space and every
