@@ -55,6 +55,7 @@
 
 #include "await.h"
 #include "call.h"
+#include "check.h"
 #include "compat.h"
 #include "cron.h"
 #include "floor.h"
@@ -203,15 +204,6 @@ schedq_await_task(PG_FUNCTION_ARGS)
 	Datum		 out;
 	bool		 outnull = false;
 
-	if (context == NULL || !IsA(context, CallContext) || context->atomic)
-		ereport(
-			ERROR, errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-			errmsg("schedq.await_task cannot run inside a transaction block"),
-			errdetail(
-				"It commits the transaction it is called in, so that it holds no snapshot and no lock while it waits."),
-			errhint(
-				"CALL it on its own, not inside BEGIN or a function; or wait with schedq.claim(wait => ...)."));
-
 	memset(&args, 0, sizeof(args));
 	args.filter = 0;
 	if (!PG_ARGISNULL(0))
@@ -219,9 +211,7 @@ schedq_await_task(PG_FUNCTION_ARGS)
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(0);
 		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 
-		if (array_contains_nulls(arr))
-			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					errmsg("queues must not contain nulls"));
+		schedq_check_names("queues", arr, SCHEDQ_MAX_QUEUES);
 		args.queues = arr;
 		args.filter =
 			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
@@ -234,16 +224,22 @@ schedq_await_task(PG_FUNCTION_ARGS)
 				errhint(
 					"Pass an empty array for a worker without capabilities."));
 	args.caps = PG_GETARG_ARRAYTYPE_P(1);
-	if (array_contains_nulls(args.caps))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("caps must not contain nulls"));
+	schedq_check_names("caps", args.caps, SCHEDQ_MAX_NAMES);
 	if (PG_ARGISNULL(2))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
-	args.wait_us = schedq_interval_usecs(PG_GETARG_INTERVAL_P(2));
-	if (args.wait_us < 0)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("wait must not be negative"));
+	args.wait_us =
+		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(2), true,
+							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
+	/* the arguments first: a bad one is the same error anywhere */
+	if (context == NULL || !IsA(context, CallContext) || context->atomic)
+		ereport(
+			ERROR, errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+			errmsg("schedq.await_task cannot run inside a transaction block"),
+			errdetail(
+				"It commits the transaction it is called in, so that it holds no snapshot and no lock while it waits."),
+			errhint(
+				"CALL it on its own, not inside BEGIN or a function; or wait with schedq.claim(wait => ...)."));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	schedq_require_preloaded();
