@@ -1,7 +1,7 @@
 #-------------------------------------------------------------------------
 # test/t/010_launcher.pl
 #	  The launcher runs exactly one scheduler per database where schedq is
-#	  installed, discovered by itself (SPEC §2): none while the extension is
+#	  installed, discovered by itself: none while the extension is
 #	  installed nowhere; one within 5 s of CREATE EXTENSION; it leaves within
 #	  10 s of DROP EXTENSION and stays away; DROP DATABASE (with or without
 #	  FORCE), ALTER DATABASE ... RENAME TO / SET TABLESPACE and CREATE

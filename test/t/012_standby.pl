@@ -1,7 +1,7 @@
 #-------------------------------------------------------------------------
 # test/t/012_standby.pl
 #	  On a hot standby no schedq worker acts: neither the launcher nor a
-#	  scheduler runs there (SPEC §2).  After promotion, a scheduler starts
+#	  scheduler runs there.  After promotion, a scheduler starts
 #	  by itself on the new primary and promotes due tasks: both one that was
 #	  submitted on the old primary and replayed, and one submitted after
 #	  the promotion.

@@ -1,6 +1,6 @@
 #-------------------------------------------------------------------------
 # test/t/014_reaper.pl
-#	  The reaper of the live scheduler (SPEC §5), with
+#	  The reaper of the live scheduler, with
 #	  schedq.reaper_interval = 100ms: an expired lease is a failed attempt
 #	  ('lease expired'), retried while attempts remain, else the task fails;
 #	  an attempt past its timeout fails with 'timeout' even though it is

@@ -1,6 +1,6 @@
 #-------------------------------------------------------------------------
 # test/t/015_periodic.pl
-#	  Periodic tasks through the live scheduler (SPEC §4 "Periodic tasks"):
+#	  Periodic tasks through the live scheduler:
 #
 #	  (a) a '* * * * * *' schedule whose tasks a consumer completes at once
 #	      fires every second: distinct run_at values, each a whole second,

@@ -1,6 +1,6 @@
 #-------------------------------------------------------------------------
 # test/t/016_executor.pl
-#	  The built-in SQL executors (SPEC §6, §7), through the live scheduler,
+#	  The built-in SQL executors, through the live scheduler,
 #	  with schedq.default_lease = 2s (the executors' lease) and
 #	  schedq.reaper_interval = 200ms:
 #
