@@ -257,9 +257,6 @@ schedq_await_task(PG_FUNCTION_ARGS)
 		SPI_commit();
 		for (;;)
 		{
-			long timeout_ms;
-			int	 rc;
-
 			/* register before each look: a task committed after it wakes us */
 			schedq_waiter_register(args.queues, args.caps, false);
 			found = await_look(&args);
@@ -267,17 +264,9 @@ schedq_await_task(PG_FUNCTION_ARGS)
 			SPI_commit();
 			if (found)
 				break;
-			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-														 deadline);
-			if (timeout_ms <= 0)
+			if (!schedq_waiter_sleep(deadline,
+									 SCHEDQ_WAIT_EVENT("SchedqAwait")))
 				break;
-			rc = WaitLatch(MyLatch,
-						   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						   timeout_ms, SCHEDQ_WAIT_EVENT("SchedqAwait"));
-			if (rc & WL_LATCH_SET)
-				schedq_count(METRIC_CLAIM_WAKEUPS, 1);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
 		}
 	}
 	PG_FINALLY();

@@ -366,9 +366,6 @@ claim_wait(ClaimArgs *args)
 	{
 		for (;;)
 		{
-			long timeout_ms;
-			int	 rc;
-
 			schedq_waiter_register(args->queues == (Datum) 0 ?
 									   NULL :
 									   DatumGetArrayTypeP(args->queues),
@@ -377,17 +374,9 @@ claim_wait(ClaimArgs *args)
 			if (taken > 0)
 				break;
 			schedq_await_pass_on();
-			timeout_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-														 deadline);
-			if (timeout_ms <= 0)
+			if (!schedq_waiter_sleep(deadline,
+									 SCHEDQ_WAIT_EVENT("SchedqClaim")))
 				break;
-			rc = WaitLatch(MyLatch,
-						   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						   timeout_ms, SCHEDQ_WAIT_EVENT("SchedqClaim"));
-			if (rc & WL_LATCH_SET)
-				schedq_count(METRIC_CLAIM_WAKEUPS, 1);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
 		}
 	}
 	PG_FINALLY();

@@ -54,7 +54,9 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
+#include "metrics.h"
 #include "shmem.h"
 #include "wake.h"
 #include "xact.h"
@@ -415,4 +417,26 @@ schedq_waiter_unregister(void)
 	waiter_registered = false;
 	waiter_woken = false;
 	LWLockRelease(schedq_shared->lock);
+}
+
+/*
+ * Sleep as a registered waiter until woken or until the deadline.
+ * Returns false, without sleeping, once the deadline has passed.
+ */
+bool
+schedq_waiter_sleep(TimestampTz deadline, uint32 wait_event_info)
+{
+	long timeout_ms =
+		TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+	int rc;
+
+	if (timeout_ms <= 0)
+		return false;
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   timeout_ms, wait_event_info);
+	if (rc & WL_LATCH_SET)
+		schedq_count(METRIC_CLAIM_WAKEUPS, 1);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return true;
 }

@@ -38,7 +38,8 @@ extern void schedq_wake_all_claimers_at_commit(void);
 extern void schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 								   bool only_needing_caps);
 extern const SchedqWakeTask *schedq_waiter_woken_for(void);
-extern void					 schedq_waiter_pass_on(void);
-extern void					 schedq_waiter_unregister(void);
+extern bool schedq_waiter_sleep(TimestampTz deadline, uint32 wait_event_info);
+extern void schedq_waiter_pass_on(void);
+extern void schedq_waiter_unregister(void);
 
 #endif /* SCHEDQ_WAKE_H */
