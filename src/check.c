@@ -86,6 +86,21 @@ schedq_check_interval(const char *what, Interval *value, bool zero_ok,
 	if (usecs > max_usecs)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%s must be at most %s", what, max_text));
+
+	/*
+	 * The length counts a month as 30 days, but "timestamp + interval"
+	 * adds the months, then the days, then the time: parts of both signs
+	 * can have a short length and yet leave the timestamp range ('300000
+	 * years -107999900 days' is 100 days long), and a task's timeout so
+	 * stored made every claim of it fail.  With no negative part, each
+	 * part is within the length.
+	 */
+	if (value->month < 0 || value->day < 0 || value->time < 0)
+		ereport(
+			ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("%s must not have a negative part", what),
+			errdetail(
+				"Its months, days and time are added one after the other."));
 	return usecs;
 }
 

@@ -50,6 +50,7 @@
 #include "catalog/pg_authid.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -65,6 +66,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "check.h"
 #include "compat.h"
 #include "executor.h"
 #include "plan.h"
@@ -606,6 +608,49 @@ executor_timed_out(ExecutorTask *task)
 }
 
 /*
+ * Record that an attempt failed with `error`.  The message is cut to what
+ * fail() takes (PostgreSQL quotes a bad value whole in some messages).  If
+ * even that cannot be recorded (the task's row locked by someone past
+ * lock_timeout, say), say so and go on: once this executor no longer
+ * publishes the attempt, the reaper takes it back when its lease expires.
+ * An executor never dies of one task's failure.
+ */
+static void
+executor_record_error(ExecutorTask *task, const char *error)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			  len = strlen(error);
+
+	if (len > SCHEDQ_MAX_ERROR_BYTES)
+		error =
+			pnstrdup(error, pg_mbcliplen(error, len, SCHEDQ_MAX_ERROR_BYTES));
+	PG_TRY();
+	{
+		schedq_tick_begin("schedq sql executor: recording an error");
+		(void) executor_report(task, error, false, 0);
+		schedq_tick_commit();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(
+			WARNING,
+			errmsg(
+				"schedq sql executor could not record the failure of task " INT64_FORMAT
+				": %s",
+				task->id, edata->message),
+			errdetail("The attempt is taken back when its lease expires."));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+}
+
+/*
  * Run a claimed task as its owner, and record the outcome.
  *
  * The command's own settings (SET search_path, SET datestyle, ...) are
@@ -663,8 +708,16 @@ executor_run(ExecutorTask *task)
 		 * The command waits for locks as any session would: the workers'
 		 * own bound on lock waits (worker.c) is not the command's.
 		 */
-		SetConfigOption("lock_timeout", executor_lock_timeout, PGC_SUSET,
-						PGC_S_OVERRIDE);
+		/*
+		 * Saved and restored with the nest level, as a function's SET
+		 * clause is: set with PGC_S_OVERRIDE it would become the
+		 * executor's default, and the executor's own queries after the
+		 * command (complete, fail, the next claims) would wait without
+		 * bound for a lock a task's owner holds.
+		 */
+		(void) set_config_option("lock_timeout", executor_lock_timeout,
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
 		SetUserIdAndSecContext(task->owner, save_sec |
 												SECURITY_LOCAL_USERID_CHANGE |
 												SECURITY_RESTRICTED_OPERATION);
@@ -701,11 +754,7 @@ executor_run(ExecutorTask *task)
 	PG_END_TRY();
 
 	if (error != NULL)
-	{
-		schedq_tick_begin("schedq sql executor: recording an error");
-		(void) executor_report(task, error, false, 0);
-		schedq_tick_commit();
-	}
+		executor_record_error(task, error);
 	MemoryContextSwitchTo(cxt);
 	executor_publish(0, 0);
 }
