@@ -118,6 +118,16 @@ SELECT kind, finished_at > now() - interval '1 minute' AS kept_another_period
 SELECT value FROM schedq.metrics() WHERE name = 'tasks_set_aside';
 DROP TABLE keeps;
 
+-- A SQL task is made only by submit_sql and schedule_sql (their grants,
+-- their default timeout): kind 'sql' requiring the capability 'sql' is
+-- refused to submit, submit_many and schedule (42501).
+SELECT pg_temp.err($$SELECT schedq.submit('sql', payload => '{"command": "SELECT 1"}', required_caps => '{sql}')$$);
+SELECT pg_temp.err($$SELECT schedq.submit_many('[{"kind": "sql", "payload": {"command": "SELECT 1"}, "required_caps": ["sql"]}]')$$);
+SELECT pg_temp.err($$SELECT schedq.schedule('sneaky', '@hourly', 'sql', '{"command": "SELECT 1"}', required_caps => '{sql}')$$);
+-- kind 'sql' without the capability, or the capability for another kind,
+-- is an ordinary task for an ordinary worker.
+SELECT pg_temp.err($$SELECT schedq.submit('sql', queue => 'not-sql')$$);
+
 -- Another role's task as a dependency is refused exactly as a task that
 -- does not exist (same SQLSTATE and message), and its row is not touched.
 CREATE ROLE regress_hardening_a;

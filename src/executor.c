@@ -56,6 +56,7 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/lock.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
@@ -755,6 +756,11 @@ executor_run(ExecutorTask *task)
 
 	if (error != NULL)
 		executor_record_error(task, error);
+	/*
+	 * Session-level advisory locks the command took go with its task: the
+	 * next task in this executor, of whatever role, must not inherit them.
+	 */
+	LockReleaseAll(USER_LOCKMETHOD, true);
 	MemoryContextSwitchTo(cxt);
 	executor_publish(0, 0);
 }

@@ -264,11 +264,12 @@ static const int schedule_task_options[SCHEDULE_COLUMNS] = {
  * Inside the call bracket.
  */
 static void
-periodic_check_options(Datum *values, bool *nulls)
+periodic_check_options(Datum *values, bool *nulls, bool sql)
 {
 	SchedqTaskOptions opts;
 
 	schedq_task_options_init(&opts);
+	opts.sql = sql;
 	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
 		if (schedule_task_options[i] >= 0)
 		{
@@ -286,12 +287,13 @@ periodic_check_options(Datum *values, bool *nulls)
 }
 
 /*
- * Create or replace a schedule.  values[] holds, in order: name, schedule,
- * kind, payload, timezone, enabled, queue, priority, max_attempts,
- * timeout, lock_key, concurrency_key, required_caps, budgets, cost.
+ * Create or replace a schedule (sql: of a SQL task, by schedule_sql).
+ * values[] holds, in order: name, schedule, kind, payload, timezone,
+ * enabled, queue, priority, max_attempts, timeout, lock_key,
+ * concurrency_key, required_caps, budgets, cost.
  */
 static void
-periodic_upsert(Datum *values, bool *nulls)
+periodic_upsert(Datum *values, bool *nulls, bool sql)
 {
 	static const char *const required[] = {
 		"name",	   "schedule", "kind",			"payload",		"timezone",
@@ -321,7 +323,7 @@ periodic_upsert(Datum *values, bool *nulls)
 							  GetCurrentTimestamp());
 
 	schedq_call_begin(&call);
-	periodic_check_options(values, nulls);
+	periodic_check_options(values, nulls, sql);
 
 	/* replacing another role's schedule takes that role's privileges */
 	if (schedq_run(&q_owner, values, NULL, 0, SPI_OK_SELECT) > 0 &&
@@ -374,7 +376,7 @@ schedq_schedule(PG_FUNCTION_ARGS)
 		nulls[i] = PG_ARGISNULL(i);
 		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
-	periodic_upsert(values, nulls);
+	periodic_upsert(values, nulls, false);
 	PG_RETURN_DATUM(values[0]);
 }
 
@@ -412,7 +414,7 @@ schedq_schedule_sql(PG_FUNCTION_ARGS)
 	nulls[4] = PG_ARGISNULL(3);
 	values[5] = BoolGetDatum(true);
 	nulls[5] = false;
-	periodic_upsert(values, nulls);
+	periodic_upsert(values, nulls, true);
 	PG_RETURN_DATUM(values[0]);
 }
 

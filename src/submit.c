@@ -241,6 +241,7 @@ schedq_submit(PG_FUNCTION_ARGS)
 		opts.null[i] = PG_ARGISNULL(i);
 		opts.v[i] = opts.null[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
+	opts.sql = false;
 	schedq_task_options_check(&opts);
 
 	schedq_call_begin(&call);
@@ -362,6 +363,7 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 		for (int i = 0; i < TASK_NUM_OPTIONS; i++)
 			opts.v[i] = SPI_getbinval(rows->vals[row], rows->tupdesc, i + 1,
 									  &opts.null[i]);
+		opts.sql = false;
 		schedq_task_options_defaults(&opts);
 		schedq_task_options_check(&opts);
 		id = Int64GetDatum(submit_one(&call, &opts));

@@ -104,6 +104,7 @@ schedq_task_options_init(SchedqTaskOptions *opts)
 		opts->v[i] = (Datum) 0;
 		opts->null[i] = true;
 	}
+	opts->sql = false;
 }
 
 /*
@@ -164,6 +165,26 @@ option_check_name(const SchedqTaskOptions *opts, SchedqTaskOption opt)
 }
 
 /*
+ * Do the (checked) options name a task for the SQL executors: kind 'sql'
+ * and the capability 'sql' among the required ones?
+ */
+static bool
+task_options_name_sql(const SchedqTaskOptions *opts)
+{
+	Datum *caps;
+	int	   ncaps;
+
+	if (strcmp(TextDatumGetCString(opts->v[OPT_KIND]), TASK_SQL) != 0)
+		return false;
+	deconstruct_array(DatumGetArrayTypeP(opts->v[OPT_REQUIRED_CAPS]), TEXTOID,
+					  -1, false, TYPALIGN_INT, &caps, NULL, &ncaps);
+	for (int i = 0; i < ncaps; i++)
+		if (strcmp(TextDatumGetCString(caps[i]), TASK_SQL) == 0)
+			return true;
+	return false;
+}
+
+/*
  * Check every option that needs no query.
  */
 void
@@ -218,6 +239,18 @@ schedq_task_options_check(SchedqTaskOptions *opts)
 				errmsg("depends_on must have at most %d elements",
 					   TASK_MAX_DEPENDS));
 
+	/*
+	 * What the SQL executors run is made only by submit_sql and
+	 * schedule_sql: their grants, their default timeout.
+	 */
+	if (!opts->sql && task_options_name_sql(opts))
+		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("a task of kind \"%s\" requiring the capability \"%s\" "
+					   "is a SQL task",
+					   TASK_SQL, TASK_SQL),
+				errhint("Submit it with schedq.submit_sql or schedule it with "
+						"schedq.schedule_sql."));
+
 	cost = DatumGetNumeric(opts->v[OPT_COST]);
 	if (numeric_is_nan(cost) || numeric_is_inf(cost) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(cost),
@@ -262,6 +295,7 @@ schedq_task_options_add_sql(SchedqTaskOptions *opts, const char *command)
 	opts->null[OPT_PAYLOAD] = false;
 	opts->v[OPT_KIND] = CStringGetTextDatum(TASK_SQL);
 	opts->null[OPT_KIND] = false;
+	opts->sql = true;
 	if (opts->null[OPT_TIMEOUT] && schedq_sql_task_timeout_s > 0)
 	{
 		Interval *timeout = palloc0(sizeof(Interval));

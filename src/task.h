@@ -95,6 +95,7 @@ typedef struct SchedqTaskOptions
 {
 	Datum v[TASK_NUM_OPTIONS];
 	bool  null[TASK_NUM_OPTIONS];
+	bool  sql; /* made a SQL task by schedq_task_options_add_sql */
 } SchedqTaskOptions;
 
 extern void schedq_task_options_init(SchedqTaskOptions *opts);

@@ -112,5 +112,21 @@ ok( defined poll_until(
 		'done|2', 30),
 	'(b) the attempt is taken back, and the retry runs');
 
+# (c) Session advisory locks a command takes are released with its task:
+# the next task in the same executor, of any role, does not inherit them.
+$id = $node->safe_psql('postgres',
+	'SELECT schedq.submit_sql($$SELECT pg_advisory_lock(4242)$$)',
+	extra_params => [ '-U', 'a' ]);
+ok( defined poll_until(
+		$node, 'postgres', "SELECT status FROM schedq.task WHERE id = $id",
+		'done', 30),
+	'(c) the task that took an advisory lock is done');
+is( $node->safe_psql(
+		'postgres',
+		q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242}
+	),
+	'0',
+	'(c) and its lock went with it');
+
 $node->stop;
 done_testing();
