@@ -5,6 +5,7 @@
 #   make check      build, install, run every suite on throwaway servers
 #   make demo       walk through schedq on a throwaway server
 #   make bench      run the benchmarks in test/bench
+#   make bench-examples   tasks per second through the example workers
 
 EXTENSION = schedq
 MODULE_big = schedq
@@ -55,7 +56,7 @@ endif
 # Suites, run by test/check.sh.  PGXS's REGRESS/ISOLATION variables are not
 # used: its check target refuses extensions, and the suites must run as an
 # unprivileged OS user against throwaway servers with the library preloaded.
-REGRESS_TESTS = install submit claim complete_fail manage budgets grants privileges bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts
+REGRESS_TESTS = install submit claim complete_fail manage budgets grants grant_session privileges bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts
 ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
 	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race
 
@@ -70,10 +71,12 @@ include $(PGXS)
 # PGXS does not track header dependencies.
 $(OBJS): $(wildcard src/*.h)
 
-.PHONY: check demo bench
+.PHONY: check demo bench bench-examples
 
 check:
 	$(MAKE) WERROR=1 all install
+	@$(MAKE) --no-print-directory examples-deps || \
+		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
 
@@ -82,6 +85,21 @@ demo: all install
 
 bench: all install
 	PG_CONFIG="$(PG_CONFIG)" bash test/bench/run.sh
+
+# Tasks per second through each example worker, next to SQL-level claim +
+# complete in the same run (run by hand).
+bench-examples: all install examples-deps
+	PG_CONFIG="$(PG_CONFIG)" bash test/bench/examples.sh
+
+# The packages of the example workers that are not Debian's: the Node.js
+# example's, pinned by its lockfile (npm ci), installed again only when the
+# lockfile changes.  Needs npm, and the npm registry unless npm's cache has
+# them.  test/t/051_example_node.pl skips the example without them.
+.PHONY: examples-deps
+examples-deps: examples/node/node_modules/.package-lock.json
+
+examples/node/node_modules/.package-lock.json: examples/node/package.json examples/node/package-lock.json
+	cd examples/node && npm ci --prefer-offline --no-audit --no-fund
 
 .PHONY: format format-check
 format:

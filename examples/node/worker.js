@@ -1,0 +1,294 @@
+#!/usr/bin/env node
+/*
+ * A schedq worker in Node.js, with node-postgres (pg).
+ *
+ *     npm ci && PGHOST=... PGUSER=worker SCHEDQ_QUEUES=default node worker.js
+ *
+ * Copy it into your application and replace `handlers` with your own code.
+ *
+ * The protocol, in the order this loop follows it:
+ *
+ * 1. schedq.claim(worker, queues, caps, n, lease) hands out up to n tasks,
+ *    each with a token: the signed grant of this attempt of this task.
+ *    Every later call about the task carries the token, from any session.
+ *    Grants are fenced: the token of an attempt that is no longer running
+ *    (its lease expired and the reaper took the task back, it was canceled,
+ *    it already finished) is stale, and a call with it changes nothing and
+ *    says so (heartbeat returns NULL, complete false, fail 'stale').  A slow
+ *    or cut-off worker can never overwrite a newer attempt, and repeating a
+ *    report that may or may not have reached the server is safe.
+ * 2. Nothing to claim: CALL schedq.await_task(...) sleeps until a task this
+ *    worker could claim is available, or `wait` passes, holding no snapshot
+ *    and no lock (so VACUUM is not held back by idle workers); then claim
+ *    again, since another worker may have been quicker.  It must run
+ *    outside a transaction block, as a statement of its own: pg's queries
+ *    outside BEGIN are.
+ * 3. While a task runs, schedq.heartbeat(token) extends its lease.  Beating
+ *    every third of the lease keeps it alive through a missed beat.
+ * 4. schedq.complete(token, result), or schedq.fail(token, error, retry_in,
+ *    permanent): fail retries the task with backoff while attempts remain
+ *    (after retry_in if given); permanent => true for input that can never
+ *    succeed.
+ *
+ * Delivery is at least once: if a worker dies mid-task, or stays cut off
+ * from the server longer than the lease, the reaper takes its task back
+ * when the lease expires and the task runs again.  Handlers must be
+ * idempotent.
+ *
+ * Settings, from the environment: the connection through PGHOST, PGPORT,
+ * PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass), or a URI in SCHEDQ_DSN;
+ * SCHEDQ_QUEUES and SCHEDQ_CAPS, comma lists (default: every queue, no
+ * capability); SCHEDQ_BATCH, tasks per claim (10); SCHEDQ_LEASE, seconds
+ * (30); SCHEDQ_WAIT, longest await_task, seconds (30); SCHEDQ_WORKER, the
+ * name recorded in claimed_by (host:pid).
+ *
+ * SIGTERM or SIGINT: finish the tasks claimed, claim no more, exit 0.  A
+ * second signal exits at once (the reaper takes the tasks back after their
+ * lease).  Logs one line per attempt on stdout.
+ */
+'use strict';
+
+const os = require('os');
+const { Client } = require('pg');
+
+/* A temporary failure: try again after retryIn seconds, or after schedq's
+ * backoff (1 s, doubling, capped at an hour) when null. */
+class Retry extends Error {
+	constructor(message, retryIn = null) {
+		super(message);
+		this.retryIn = retryIn;
+	}
+}
+
+/* Input that can never succeed: fail the task without retrying. */
+class BadInput extends Error {}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/* Handlers: kind -> async function(payload, attempt) returning a JSON result. */
+const handlers = {
+	async add(payload) {
+		const numbers = payload && payload.numbers;
+		if (!Array.isArray(numbers) || !numbers.every((x) => typeof x === 'number'))
+			throw new BadInput('add needs {"numbers": [n, ...]}');
+		return { sum: numbers.reduce((a, b) => a + b, 0) };
+	},
+	async flaky(payload, attempt) {
+		if (attempt === 1) throw new Retry('flaky: the first attempt always fails');
+		return { attempt };
+	},
+	async sleep(payload) {
+		const seconds = payload && payload.seconds;
+		if (typeof seconds !== 'number' || !(seconds >= 0 && seconds <= 3600))
+			throw new BadInput('sleep needs {"seconds": 0..3600}');
+		await sleep(seconds * 1000);
+		return { slept: seconds };
+	},
+};
+
+const list = (name) =>
+	(process.env[name] || '').split(',').map((s) => s.trim()).filter(Boolean);
+const settings = {
+	// No connection string: pg reads PGHOST, PGUSER, ... itself.
+	connection: process.env.SCHEDQ_DSN ? { connectionString: process.env.SCHEDQ_DSN } : {},
+	name: process.env.SCHEDQ_WORKER || `${os.hostname()}:${process.pid}`,
+	queues: list('SCHEDQ_QUEUES').length ? list('SCHEDQ_QUEUES') : null, // null: every queue
+	caps: list('SCHEDQ_CAPS'),
+	batch: Number(process.env.SCHEDQ_BATCH || 10),
+	lease: Number(process.env.SCHEDQ_LEASE || 30),
+	wait: Number(process.env.SCHEDQ_WAIT || 30),
+};
+
+let stopping = false;
+let waitingOn = null; // the client while it is in await_task
+let wakeUp = () => {}; // ends the pause between reconnections
+const unreported = []; // [task, outcome] whose report was cut off
+
+const log = (message) => console.log(`schedq-worker: ${message}`);
+
+function logTask(task, outcome, ms, error) {
+	let line = `task=${task.id} kind=${task.kind} attempt=${task.attempt} outcome=${outcome} ms=${ms}`;
+	if (error) line += ` error=${JSON.stringify(error)}`;
+	console.log(line);
+}
+
+/* The worker stops with outcomes it could not report. */
+function lostReports(err) {
+	if (unreported.length > 0)
+		log(`stopping with ${unreported.length} outcomes not reported (${err.message}):` +
+			' their tasks run again after their lease');
+}
+
+function onSignal(signal) {
+	// Registered with once(): a second signal takes the default action.
+	log(`${signal}: finishing the tasks in hand`);
+	stopping = true;
+	wakeUp();
+	if (waitingOn) cancel(waitingOn);
+}
+
+/* End the statement the client runs: pg has no call for it, so ask the
+ * server from a second connection (any role may cancel its own sessions). */
+async function cancel(client) {
+	const canceller = new Client(settings.connection);
+	try {
+		await canceller.connect();
+		await canceller.query('SELECT pg_cancel_backend($1)', [client.processID]);
+	} catch (err) {
+		log(`could not cancel the wait: ${err.message}`);
+	} finally {
+		await canceller.end().catch(() => {});
+	}
+}
+
+/* Run the handler of the task's kind; what to report. */
+async function handle(task) {
+	const handler = handlers[task.kind];
+	try {
+		if (!handler) throw new BadInput(`no handler for kind "${task.kind}"`);
+		return { result: await handler(task.payload, task.attempt) };
+	} catch (err) {
+		if (err instanceof BadInput) return { error: `bad input: ${err.message}`, permanent: true };
+		if (err instanceof Retry) return { error: err.message, retryIn: err.retryIn, permanent: false };
+		return { error: String(err), retryIn: null, permanent: false }; // a bug or an outage
+	}
+}
+
+async function report(client, task, outcome) {
+	let status;
+	if ('result' in outcome) {
+		const { rows } = await client.query('SELECT schedq.complete($1, $2::jsonb) AS ok', [
+			task.token,
+			JSON.stringify(outcome.result),
+		]);
+		status = rows[0].ok ? 'done' : 'stale';
+	} else {
+		const { rows } = await client.query(
+			'SELECT schedq.fail($1, $2, retry_in => make_interval(secs => $3),' +
+				' permanent => $4) AS status',
+			[task.token, outcome.error, outcome.retryIn, outcome.permanent]
+		);
+		// 'pending' or 'available': it will run again; 'failed': it won't.
+		status = rows[0].status === 'failed' || rows[0].status === 'stale' ? rows[0].status : 'retry';
+	}
+	logTask(task, status, outcome.ms, outcome.error);
+}
+
+/* Extend the leases of the tokens in `live`; forget those no longer ours.
+ * It shares the worker's client: pg queues the statements of a client. */
+function heartbeat(client, live) {
+	if (live.size === 0) return;
+	client
+		.query('SELECT t AS token, schedq.heartbeat(t) AS expires FROM unnest($1::text[]) AS t', [
+			[...live],
+		])
+		.then(({ rows }) => rows.forEach((r) => r.expires === null && live.delete(r.token)))
+		.catch((err) => log(`heartbeat failed: ${err.message}`));
+}
+
+async function runBatch(client, tasks) {
+	const live = new Set(tasks.map((t) => t.token));
+	const timer = setInterval(() => heartbeat(client, live), (settings.lease * 1000) / 3);
+	try {
+		for (const task of tasks) {
+			if (!live.has(task.token)) {
+				logTask(task, 'stale', 0); // taken back before we got to it
+				continue;
+			}
+			const started = Date.now();
+			const outcome = await handle(task);
+			outcome.ms = Date.now() - started;
+			try {
+				await report(client, task, outcome);
+			} catch (err) {
+				unreported.push([task, outcome]);
+				throw err;
+			}
+			live.delete(task.token);
+		}
+	} finally {
+		clearInterval(timer);
+	}
+}
+
+async function work(client) {
+	// Reports cut off by a lost connection: a token works from any session,
+	// and a stale one changes nothing.
+	while (unreported.length > 0) {
+		await report(client, ...unreported[0]);
+		unreported.shift();
+	}
+	while (!stopping) {
+		const { rows } = await client.query(
+			'SELECT id, attempt, kind, payload, token' +
+				' FROM schedq.claim($1, queues => $2::text[], caps => $3::text[],' +
+				' n => $4, lease => make_interval(secs => $5))',
+			[settings.name, settings.queues, settings.caps, settings.batch, settings.lease]
+		);
+		if (rows.length > 0) {
+			await runBatch(client, rows);
+			continue;
+		}
+		waitingOn = client;
+		try {
+			await client.query(
+				'CALL schedq.await_task(queues => $1::text[], caps => $2::text[],' +
+					' wait => make_interval(secs => $3))',
+				[settings.queues, settings.caps, settings.wait]
+			);
+		} catch (err) {
+			if (!(stopping && err.code === '57014')) throw err; // 57014: canceled
+		} finally {
+			waitingOn = null;
+		}
+	}
+}
+
+/* Worth reconnecting for: the connection broke, or the server is going
+ * away or busy.  Anything else (a missing GRANT, say) stops the worker. */
+function connectionLost(err) {
+	if (err.severity) return /^(08|40|53|57)/.test(err.code || '');
+	return (
+		/^E[A-Z]+$/.test(err.code || '') ||
+		/connection|terminated|not queryable/i.test(err.message)
+	);
+}
+
+async function main() {
+	process.once('SIGTERM', onSignal);
+	process.once('SIGINT', onSignal);
+	log(`${settings.name}: queues ${settings.queues || 'all'}, batches of ${settings.batch}`);
+	let backoff = 1;
+	while (!stopping) {
+		const client = new Client(settings.connection);
+		client.on('error', () => {}); // a broken connection: the next query fails too
+		try {
+			await client.connect();
+			backoff = 1;
+			await work(client);
+		} catch (err) {
+			if (!connectionLost(err)) throw err;
+			if (stopping) {
+				lostReports(err);
+				break;
+			}
+			log(`connection lost (${err.message}); retrying in ${backoff} s`);
+			await new Promise((resolve) => {
+				wakeUp = resolve;
+				setTimeout(resolve, backoff * 1000);
+			});
+			backoff = Math.min(backoff * 2, 30);
+		} finally {
+			await client.end().catch(() => {});
+		}
+	}
+	log('stopped');
+}
+
+main().then(
+	() => process.exit(0),
+	(err) => {
+		console.error(`schedq-worker: ${err.stack || err}`);
+		process.exit(1);
+	}
+);
