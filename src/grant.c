@@ -82,21 +82,24 @@ static SchedqQuery q_task_state =
 				 INT8OID, INT4OID, INT8OID);
 
 /*
- * Make sure the key cache is current.  Runs its query in a nested SPI
- * connection as the tables' owner, so it may be called from any function
- * that is inside schedq_call_begin.
+ * Make sure the key cache is current.  Runs its query in a bracket of its
+ * own (a nested SPI connection, as the tables' owner), so it may be called
+ * from anywhere: heartbeat, complete and fail check their grant before
+ * their own bracket, and in a session that has not claimed (a worker that
+ * reconnected) or after a rotation they are the first to need the keys.
+ * Only superusers may read schedq.grant_key.
  */
 static void
 grant_load_keys(bool force)
 {
-	uint64 generation = schedq_generation(GENERATION_GRANT_KEYS);
-	int	   n;
+	uint64	   generation = schedq_generation(GENERATION_GRANT_KEYS);
+	SchedqCall call;
+	int		   n;
 
 	if (!force && grant_generation == generation && grant_nkeys > 0)
 		return;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	schedq_call_begin(&call);
 	n = schedq_run(&q_load_keys, NULL, NULL, 0, SPI_OK_SELECT);
 	grant_nkeys = 0;
 	for (int i = 0; i < n; i++)
@@ -114,7 +117,7 @@ grant_load_keys(bool force)
 			   GRANT_SECRET_LEN);
 		grant_nkeys++;
 	}
-	SPI_finish();
+	schedq_call_end(&call);
 
 	if (grant_nkeys == 0)
 		ereport(
