@@ -18,7 +18,10 @@
 #	  (e) a task over its timeout has its process group killed (a child
 #	      that sleeps in the background is gone too);
 #	  (f) idle, it waits in CALL schedq.await_task, and runs a task
-#	      submitted meanwhile within seconds.
+#	      submitted meanwhile within seconds;
+#	  (g) connection loss: it reconnects and reports once; an attempt
+#	      whose lease was lost meanwhile is killed and logged, never
+#	      reported, and the next attempt is completed.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
 #	  prove; see the header of check.sh for the environment every TAP test
@@ -332,6 +335,53 @@ $w->signal('TERM');
 is(wait_exit($w, 60), 0, '(f) the worker exits');
 like(slurp("$dir/idle.log"), qr/task $ti kind=idle attempt=1 queue=idle .*outcome=done/,
 	'(f) and logged the task');
+
+#
+# (g) Connection loss.  The worker's connections are terminated while a
+#     program runs: it reconnects and reports the task once.  Then the
+#     server refuses it for longer than the lease: the program is killed,
+#     the reaper gives the task another attempt, and the worker, back,
+#     logs the lost attempt without reporting it and completes the next.
+#
+my $cl = script('cl.sh', <<"EOF");
+echo "\$SCHEDQ_TASK_ID \$SCHEDQ_ATTEMPT" >> $dir/cl.runs
+case "\$SCHEDQ_KIND" in
+cut) sleep 2 ;;
+lose) [ "\$SCHEDQ_ATTEMPT" = 1 ] && sleep 600 ;;
+esac
+echo '"ok"'
+EOF
+my $terminate =
+  "SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity WHERE usename = 'worker'";
+$w = start_worker($node, 'worker', [ '--queue' => 'cl', '--lease' => '1s' ], [$cl],
+	"$dir/cl.log");
+my $tc = submit_as_app("SELECT schedq.submit('cut', queue => 'cl')");
+ok(wait_for(sub { slurp("$dir/cl.runs") =~ /^$tc 1$/m }, 60, 'the program'),
+	'(g) the task runs');
+is(q1($terminate), 't', '(g) its connections are terminated');
+ok(defined poll_until($node, 'postgres',
+		"SELECT status, attempts FROM schedq.task WHERE id = $tc", 'done|1', 60),
+	'(g) the worker reconnected and completed it, in its first attempt');
+like(slurp("$dir/cl.log"), qr/connection lost.*\n(.*\n)*.*reconnected/, '(g) logged');
+
+my $tl = submit_as_app("SELECT schedq.submit('lose', queue => 'cl')");
+ok(wait_for(sub { slurp("$dir/cl.runs") =~ /^$tl 1$/m }, 60, 'the program'),
+	'(g) a task runs');
+q1("ALTER ROLE worker NOLOGIN");
+is(q1($terminate), 't', '(g) its connections are terminated, and the role may not log in');
+ok(defined poll_until($node, 'postgres',
+		"SELECT last_error FROM schedq.task WHERE id = $tl", 'lease expired', 60),
+	'(g) the lease expires, the reaper fails the attempt');
+q1("ALTER ROLE worker LOGIN");
+ok(defined poll_until($node, 'postgres',
+		"SELECT status, attempts FROM schedq.task WHERE id = $tl", 'done|2', 60),
+	'(g) the worker is back, and completes the second attempt');
+like(slurp("$dir/cl.log"), qr/task $tl kind=lose attempt=1 .*outcome=lost/,
+	'(g) the first attempt logged as lost');
+is(scalar(() = slurp("$dir/cl.log") =~ /task $tl .*outcome=(done|stale|retry|failed)/g), 1,
+	'(g) and reported once: the second attempt, done');
+$w->signal('TERM');
+is(wait_exit($w, 60), 0, '(g) the worker exits');
 
 $node->stop;
 done_testing();
