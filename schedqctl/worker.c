@@ -1098,6 +1098,26 @@ ctl_cmd_worker(int argc, char **argv)
 		if (w.stopping && w.running == 0)
 			break;
 
+		/*
+		 * Shutting down without a server past the grace period: what is
+		 * left unreported is the reaper's once its lease runs out.
+		 */
+		if (w.stopping && w.conn == NULL && now_mono() >= w.grace_end)
+		{
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+					 "no connection at the end of the grace period: %d "
+					 "task(s) not reported; their leases will expire",
+					 w.running);
+			worker_log(&w, "warning", msg);
+			for (int i = 0; i < w.concurrency; i++)
+				if (w.slots[i].used && w.slots[i].pid > 0)
+					kill(-w.slots[i].pid, SIGKILL);
+			exit_code = EXIT_CONNECT;
+			break;
+		}
+
 		if (w.conn == NULL && now >= w.reconnect_at)
 		{
 			if (worker_connect(&w))
