@@ -1,7 +1,8 @@
 # schedq: durable task scheduler and job queue inside PostgreSQL
 #
 #   make            build
-#   make install    install into the server found by PG_CONFIG
+#   make install    install into the server found by PG_CONFIG (and schedqctl
+#                   into its bindir)
 #   make check      build, install, run every suite on throwaway servers
 #   make demo       walk through schedq on a throwaway server
 #   make bench      run the benchmarks in test/bench
@@ -71,6 +72,24 @@ include $(PGXS)
 # PGXS does not track header dependencies.
 $(OBJS): $(wildcard src/*.h)
 
+# schedqctl, the command-line tool (schedqctl/): a client program with its
+# own PGXS Makefile, built, installed and cleaned with the extension.
+SCHEDQCTL_MAKE = $(MAKE) -C schedqctl PG_CONFIG="$(PG_CONFIG)" WERROR="$(WERROR)"
+
+.PHONY: schedqctl-all schedqctl-install schedqctl-clean
+all: schedqctl-all
+install: schedqctl-install
+clean: schedqctl-clean
+
+schedqctl-all:
+	$(SCHEDQCTL_MAKE) all
+
+schedqctl-install:
+	$(SCHEDQCTL_MAKE) install
+
+schedqctl-clean:
+	$(SCHEDQCTL_MAKE) clean
+
 .PHONY: check demo bench bench-examples
 
 check:
@@ -103,10 +122,10 @@ examples/node/node_modules/.package-lock.json: examples/node/package.json exampl
 
 .PHONY: format format-check
 format:
-	clang-format -i src/*.c src/*.h
+	clang-format -i src/*.c src/*.h schedqctl/*.c schedqctl/*.h
 
 format-check:
-	clang-format --dry-run --Werror src/*.c src/*.h
+	clang-format --dry-run --Werror src/*.c src/*.h schedqctl/*.c schedqctl/*.h
 
 # make fuzz: build test/fuzz/fuzz_cron (src/cron.c with backend stand-ins)
 # with clang's libFuzzer, ASan and UBSan and fuzz it for FUZZ_SECONDS

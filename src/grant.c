@@ -83,17 +83,18 @@ static SchedqQuery q_task_state =
 
 /*
  * Make sure the key cache is current.  Runs its query in a bracket of its
- * own, as the tables' owner: heartbeat, complete and fail check their
- * grant before they open theirs, and for a worker that is no superuser
- * that check may be the first of its session (a reconnected worker
- * reporting a task it claimed before).
+ * own (a nested SPI connection, as the tables' owner), so it may be called
+ * from anywhere: heartbeat, complete and fail check their grant before
+ * their own bracket, and in a session that has not claimed (a worker that
+ * reconnected) or after a rotation they are the first to need the keys.
+ * Only superusers may read schedq.grant_key.
  */
 static void
 grant_load_keys(bool force)
 {
 	uint64	   generation = schedq_generation(GENERATION_GRANT_KEYS);
-	int		   n;
 	SchedqCall call;
+	int		   n;
 
 	if (!force && grant_generation == generation && grant_nkeys > 0)
 		return;

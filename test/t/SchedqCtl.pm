@@ -1,0 +1,112 @@
+#-------------------------------------------------------------------------
+# test/t/SchedqCtl.pm
+#	  Helpers of the schedqctl TAP tests (04x_schedqctl_*.pl): a node with
+#	  schedq and the README's roles, running the installed schedqctl
+#	  (found in PATH: check.sh puts the server's bindir first, where
+#	  make install put it), and starting workers in the background.
+#-------------------------------------------------------------------------
+package SchedqCtl;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid);
+
+# A started node with schedq, and the roles of the README's "Privileges":
+# app (submitter), worker (worker, member of app), ops (admin) and nobody
+# (CONNECT only).  Extra configuration lines may be given.
+sub ctl_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', qq{
+shared_preload_libraries = 'schedq'
+max_worker_processes = 32
+schedq.sql_workers = 0
+schedq.reaper_interval = '200ms'
+} . ($conf // ''));
+	$node->start;
+	$node->safe_psql(
+		'postgres', q{
+CREATE EXTENSION schedq;
+CREATE ROLE app LOGIN;
+GRANT USAGE ON SCHEMA schedq TO app;
+GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
+      schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
+      schedq.schedule, schedq.schedule_sql, schedq.unschedule,
+      schedq.next_runs TO app;
+GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
+      schedq.queue_stats TO app;
+CREATE ROLE worker LOGIN;
+GRANT USAGE ON SCHEMA schedq TO worker;
+GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
+      schedq.complete_many, schedq.fail, schedq.verify_grant TO worker;
+GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
+GRANT app TO worker;
+CREATE ROLE ops LOGIN BYPASSRLS;
+GRANT USAGE ON SCHEMA schedq TO ops;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO ops;
+GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA schedq TO ops;
+GRANT SELECT ON ALL TABLES IN SCHEMA schedq TO ops;
+REVOKE SELECT ON schedq.grant_key FROM ops;
+CREATE ROLE nobody LOGIN;
+});
+	return $node;
+}
+
+# The -d string for a role.
+sub ctl_conn
+{
+	my ($node, $user) = @_;
+	return $node->connstr('postgres') . " user=$user";
+}
+
+# Run schedqctl COMMAND with -d for $user; returns (exit code, stdout,
+# stderr).  $opts->{stdin} is fed to its standard input; $opts->{env} is
+# added to its environment; $opts->{nod} leaves -d out.
+sub ctl
+{
+	my ($node, $user, $command, @args) = @_;
+	my $opts = ref $args[-1] eq 'HASH' ? pop @args : {};
+	my ($out, $err) = ('', '');
+	my @cmd = ('schedqctl', $command);
+
+	push @cmd, '-d', ctl_conn($node, $user) unless $opts->{nod};
+	push @cmd, @args;
+	local %ENV = (%ENV, %{ $opts->{env} // {} });
+	my $in = $opts->{stdin} // '';
+	IPC::Run::run(\@cmd, '<', \$in, '>', \$out, '2>', \$err,
+		IPC::Run::timeout(60));
+	my $rc = $? >> 8;
+	chomp $out;
+	return ($rc, $out, $err);
+}
+
+# Start `schedqctl worker` for $user with options @$opts and command @$cmd,
+# its log (stderr) in $log.  Returns the IPC::Run handle.
+sub start_worker
+{
+	my ($node, $user, $opts, $cmd, $log) = @_;
+	my @argv = (
+		'schedqctl', 'worker', '-d', ctl_conn($node, $user),
+		@$opts, '--', @$cmd);
+	return IPC::Run::start(\@argv, '<', '/dev/null', '>', "$log.out", '2>', $log);
+}
+
+# The pid of a started worker.
+sub worker_pid
+{
+	my ($h) = @_;
+	return $h->{KIDS}[0]{PID};
+}
+
+1;
