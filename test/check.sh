@@ -17,7 +17,9 @@
 # test/schedq.conf (shared_preload_libraries = 'schedq').
 #
 # initdb refuses to run as root, so as root the test material (sql/, src/,
-# expected/, test/, examples/, README.md) is copied to a fresh directory under /tmp, handed to the
+# expected/, test/, examples/, docs/, README.md, CHANGELOG.md, and the
+# other files git tracks, listed in .tracked-files) is copied to a fresh
+# directory under /tmp, handed to the
 # `postgres` OS user ($SCHEDQ_CHECK_USER) and every suite runs as that user.
 # Otherwise the suites run as the current user, in a temporary copy as well,
 # so the work tree is never written to.
@@ -249,11 +251,23 @@ WORK=$(mktemp -d /tmp/schedq-check.XXXXXX) || fatal "mktemp failed"
 trap cleanup EXIT
 trap on_signal INT TERM
 
-for d in sql expected test src examples README.md; do
+for d in sql expected test src examples docs README.md CHANGELOG.md; do
 	if [ -e "$SRC_DIR/$d" ]; then
 		cp -R "$SRC_DIR/$d" "$WORK/" || fatal "cannot copy $SRC_DIR/$d to $WORK"
 	fi
 done
+# The rest of the tracked files, and their list in .tracked-files, for the
+# tests that read the whole repository (t/066_reference.pl).
+if git -C "$SRC_DIR" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	git -C "$SRC_DIR" ls-files >"$WORK/.tracked-files" ||
+		fatal "cannot list the tracked files"
+	while IFS= read -r f; do
+		if [ -f "$SRC_DIR/$f" ] && [ ! -e "$WORK/$f" ]; then
+			mkdir -p "$WORK/$(dirname "$f")" &&
+				cp "$SRC_DIR/$f" "$WORK/$f" || fatal "cannot copy $f to $WORK"
+		fi
+	done <"$WORK/.tracked-files"
+fi
 # Leftovers of earlier in-tree runs must not confuse this one.
 rm -rf "$WORK/results" "$WORK/regression.diffs" "$WORK/regression.out" \
 	"$WORK/test/tmp_check" "$WORK/test/output_iso"

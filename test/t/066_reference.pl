@@ -1,0 +1,235 @@
+#-------------------------------------------------------------------------
+# test/t/066_reference.pl
+#	  docs/reference.md is the contract, so it must be the extension's:
+#	  - every function and procedure of the extension has its heading
+#	    ("### Function schedq.NAME" or "### Procedure schedq.NAME") and,
+#	    in the first sql block under it, exactly the catalog's signature
+#	    (pg_get_function_arguments, and RETURNS pg_get_function_result
+#	    for a function; whitespace is free); and every such heading names
+#	    a function of the extension;
+#	  - every table, view and composite type has its heading ("### Table
+#	    schedq.NAME", "### View ...", "### Type ...") with a table row
+#	    "| `column` |" for each of its columns, and every such heading
+#	    names one;
+#	  - every schedq.* setting has its heading ("### Setting NAME") whose
+#	    section states its type, default, range and context as pg_settings
+#	    has them, and every such heading names a setting;
+#	  - every counter schedq.metrics() returns has its row "| `name` |"
+#	    under "## Metrics", and every such row names one;
+#	  - the README says docs/reference.md is the reference;
+#	  - no file of the repository refers to a file outside it.
+#
+#	  Run by test/check.sh, which copies the tracked files and writes
+#	  their list to .tracked-files in the copy.
+#-------------------------------------------------------------------------
+use strict;
+use warnings;
+
+use File::Find;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $top = $ENV{SCHEDQ_SRCDIR} // '.';
+
+sub slurp
+{
+	my ($path) = @_;
+	open(my $fh, '<', $path) or die "cannot read $path: $!";
+	local $/;
+	my $text = <$fh>;
+	close $fh;
+	return $text;
+}
+
+sub squash
+{
+	my ($s) = @_;
+	$s =~ s/\s+/ /g;
+	$s =~ s/\( /(/g;
+	$s =~ s/ \)/)/g;
+	$s =~ s/^ | $//g;
+	return $s;
+}
+
+my $ref = slurp("$top/docs/reference.md");
+
+# Sections by heading: "### Kind name" -> the text up to the next heading
+# of level 1 to 3.
+my %section;
+while ($ref =~ /^### (Function|Procedure|Table|View|Type|Setting) (\S+)[ \t]*\n(.*?)(?=^#{1,3} |\z)/msg)
+{
+	my ($kind, $name, $body) = ($1, $2, $3);
+	ok(!exists $section{"$kind $name"}, "$kind $name is documented once")
+	  if exists $section{"$kind $name"};
+	$section{"$kind $name"} = $body;
+}
+ok(scalar(keys %section) > 50, 'the reference has its headings')
+  or diag 'found: ' . join(', ', sort keys %section);
+
+my $node = PostgreSQL::Test::Cluster->new('reference');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedq'\n");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
+
+sub rows
+{
+	my ($query) = @_;
+	my $out = $node->safe_psql('postgres', $query);
+	return map { [ split /\|/, $_, -1 ] } grep { $_ ne '' } split /\n/, $out;
+}
+
+# Functions and procedures.
+my @procs = rows(
+	q{SELECT CASE p.prokind WHEN 'p' THEN 'Procedure' ELSE 'Function' END,
+			 'schedq.' || p.proname,
+			 pg_get_function_arguments(p.oid),
+			 CASE p.prokind WHEN 'p' THEN ''
+				  ELSE ' RETURNS ' || pg_get_function_result(p.oid) END
+		FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+	   WHERE d.classid = 'pg_proc'::regclass
+		 AND d.refclassid = 'pg_extension'::regclass
+		 AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'schedq')
+		 AND d.deptype = 'e'
+	   ORDER BY p.proname});
+ok(@procs > 30, 'the extension has its functions');
+my (@undocumented, @wrong, %is_proc);
+for my $p (@procs)
+{
+	my ($kind, $name, $args, $result) = @$p;
+	$is_proc{"$kind $name"} = 1;
+	my $body = $section{"$kind $name"};
+	if (!defined $body)
+	{
+		push @undocumented, "$kind $name";
+		next;
+	}
+	my $want = squash("$name($args)$result");
+	my ($block) = $body =~ /```sql\n(.*?)```/s;
+	my $got = squash($block // '');
+	push @wrong, "$name:\n  reference: $got\n  catalog:   $want"
+	  unless $got eq $want;
+}
+is_deeply(\@undocumented, [],
+	'every function and procedure of the extension is in the reference');
+is_deeply(\@wrong, [], 'each signature in the reference is the catalog\'s');
+my @stray = grep { /^(Function|Procedure) / && !$is_proc{$_} } sort keys %section;
+is_deeply(\@stray, [],
+	'every function the reference lists exists in the extension');
+
+# Tables, views and composite types, with their columns.
+my %relkind = (r => 'Table', v => 'View', c => 'Type');
+my %columns;
+for my $r (rows(
+		q{SELECT c.relkind, 'schedq.' || c.relname, a.attname
+			FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace
+			JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+							   AND NOT a.attisdropped
+		   WHERE n.nspname = 'schedq' AND c.relkind IN ('r', 'v', 'c')
+		   ORDER BY c.relname, a.attnum}))
+{
+	my ($kind, $name, $column) = @$r;
+	push @{ $columns{"$relkind{$kind} $name"} }, $column;
+}
+ok(exists $columns{'Table schedq.task'}, 'the extension has its tables');
+my (@missing_rel, @missing_col);
+for my $rel (sort keys %columns)
+{
+	my $body = $section{$rel};
+	if (!defined $body)
+	{
+		push @missing_rel, $rel;
+		next;
+	}
+	push @missing_col, map { "$rel.$_" }
+	  grep { $body !~ /^\| `\Q$_\E` \|/m } @{ $columns{$rel} };
+}
+is_deeply(\@missing_rel, [],
+	'every table, view and type of the extension is in the reference');
+is_deeply(\@missing_col, [],
+	'every column of each is in its section of the reference');
+@stray = grep { /^(Table|View|Type) / && !$columns{$_} } sort keys %section;
+is_deeply(\@stray, [],
+	'every table, view and type the reference lists exists');
+
+# Settings: type, default, range and context as pg_settings says.
+my (@missing_guc, @wrong_guc, %is_guc);
+for my $g (rows(
+		q{SELECT name, vartype, boot_val, coalesce(min_val, ''),
+				 coalesce(max_val, ''), context
+			FROM pg_settings WHERE name LIKE 'schedq.%' ORDER BY name}))
+{
+	my ($name, $type, $boot, $min, $max, $context) = @$g;
+	$is_guc{"Setting $name"} = 1;
+	my $body = $section{"Setting $name"};
+	if (!defined $body)
+	{
+		push @missing_guc, $name;
+		next;
+	}
+	my @want = ("Type `$type`", "default `$boot`", "context `$context`");
+	push @want, "range `$min` to `$max`" if $min ne '';
+	push @wrong_guc, map { "$name: no \"$_\"" } grep { index($body, $_) < 0 } @want;
+}
+ok(scalar(keys %is_guc) >= 10, 'schedq defines its settings');
+is_deeply(\@missing_guc, [], 'every schedq.* setting is in the reference');
+is_deeply(\@wrong_guc, [],
+	'each setting\'s type, default, range and context are pg_settings\'s');
+@stray = grep { /^Setting / && !$is_guc{$_} } sort keys %section;
+is_deeply(\@stray, [], 'every setting the reference lists exists');
+
+# Metrics.
+my ($metrics) = $ref =~ /^## Metrics\n(.*?)(?=^## |\z)/ms;
+$metrics //= '';
+my %documented = map { $_ => 1 } $metrics =~ /^\| `(\w+)` \|/mg;
+my @names = map { $_->[0] } rows('SELECT name FROM schedq.metrics()');
+ok(@names >= 14, 'metrics() returns its counters');
+is_deeply([ grep { !$documented{$_} } @names ], [],
+	'every metric is in the reference\'s Metrics section');
+my %is_metric = map { $_ => 1 } @names;
+is_deeply([ grep { !$is_metric{$_} } sort keys %documented ], [],
+	'every metric the reference lists is one metrics() returns');
+
+$node->stop;
+
+# The README points at the reference.
+like(slurp("$top/README.md"), qr{\(docs/reference\.md(#[\w-]*)?\)},
+	'the README links to docs/reference.md');
+
+# No file refers outside the repository.  The patterns are built from
+# pieces so that this file does not match them.
+my @files;
+if (-e "$top/.tracked-files")
+{
+	@files = grep { $_ ne '' } split /\n/, slurp("$top/.tracked-files");
+}
+else
+{
+	find(
+		{
+			no_chdir => 1,
+			wanted => sub {
+				$File::Find::prune = 1
+				  if m{/(?:\.git|tmp_check|node_modules|results)$};
+				push @files, substr($_, length($top) + 1) if -f $_;
+			}
+		},
+		$top);
+}
+ok(@files > 100, 'the repository\'s files are listed') or diag scalar @files;
+my @outside = ('..' . '/shared', 'SPEC' . '.md', 'STYLE' . '.md', '/wo' . 'rk/');
+my @refers;
+for my $f (@files)
+{
+	next unless -f "$top/$f";
+	my $text = slurp("$top/$f");
+	for my $p (@outside)
+	{
+		push @refers, "$f: $p" if index($text, $p) >= 0;
+	}
+}
+is_deeply(\@refers, [], 'no file refers to a file outside the repository');
+
+done_testing();
