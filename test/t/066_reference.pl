@@ -195,9 +195,23 @@ is_deeply([ grep { !$is_metric{$_} } sort keys %documented ], [],
 
 $node->stop;
 
-# The README points at the reference.
-like(slurp("$top/README.md"), qr{\(docs/reference\.md(#[\w-]*)?\)},
+# The README points at the reference, and every anchor linked, from the
+# README or within the reference, is a heading of it (GitHub's slugs:
+# lower case, punctuation dropped, spaces to hyphens).
+my $readme = slurp("$top/README.md");
+like($readme, qr{\(docs/reference\.md(#[\w-]*)?\)},
 	'the README links to docs/reference.md');
+my %anchor;
+for my $h ($ref =~ /^#+ (.+?)\s*$/mg)
+{
+	(my $slug = lc $h) =~ s/[^\w\- ]//g;
+	$slug =~ s/ /-/g;
+	$anchor{$slug} = 1;
+}
+my @broken = grep { !$anchor{$_} }
+  (($readme =~ /\(docs\/reference\.md#([^)\s]+)\)/g),
+	($ref =~ /\]\(#([^)\s]+)\)/g));
+is_deeply(\@broken, [], 'every link into the reference names one of its headings');
 
 # No file refers outside the repository.  The patterns are built from
 # pieces so that this file does not match them.
