@@ -17,7 +17,7 @@
 # test/schedq.conf (shared_preload_libraries = 'schedq').
 #
 # initdb refuses to run as root, so as root the test material (sql/, src/,
-# expected/, test/, examples/, README.md) is copied to a fresh directory under /tmp, handed to the
+# expected/, test/, examples/, monitoring/, README.md) is copied to a fresh directory under /tmp, handed to the
 # `postgres` OS user ($SCHEDQ_CHECK_USER) and every suite runs as that user.
 # Otherwise the suites run as the current user, in a temporary copy as well,
 # so the work tree is never written to.
@@ -249,7 +249,7 @@ WORK=$(mktemp -d /tmp/schedq-check.XXXXXX) || fatal "mktemp failed"
 trap cleanup EXIT
 trap on_signal INT TERM
 
-for d in sql expected test src examples README.md; do
+for d in sql expected test src examples monitoring README.md; do
 	if [ -e "$SRC_DIR/$d" ]; then
 		cp -R "$SRC_DIR/$d" "$WORK/" || fatal "cannot copy $SRC_DIR/$d to $WORK"
 	fi
