@@ -9,8 +9,10 @@
  * A database's counters live in one of SCHEDQ_MAX_DATABASES slots, taken
  * the first time a process of that database counts (under the metrics
  * spinlock, so a database never has two) and freed by the launcher once
- * the database is dropped.  With every slot taken, a further database is
- * counted only in the cluster's counters.
+ * the database leaves its scan of pg_database (dropped, or made a template
+ * or not connectable: a process still connected there then takes a fresh
+ * slot, from 0).  With every slot taken, a further database is counted
+ * only in the cluster's counters.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_METRICS_H
