@@ -128,7 +128,7 @@ my $exporter_pid = $exporter->{KIDS}[0]{PID};
 sub stop_exporter
 {
 	return unless $exporter;
-	$exporter->kill_kill(grace => 5) if $exporter->pumpable;
+	eval { $exporter->kill_kill(grace => 5); };    # TERM, then KILL; reaps it
 	undef $exporter;
 }
 
