@@ -21,12 +21,21 @@ END $$;
 SELECT datname = current_database() AS this_db, pid > 0 AS has_pid, state
   FROM schedq.scheduler_status() WHERE datname = current_database();
 
+-- metrics() counts the work of this database (from 1.1; TAP 065 shows that
+-- another database's work does not move it): the deltas of this file
+-- (claim_wakeups left out: an SQL executor's latch may be set by others).
+CREATE TEMP TABLE m0 AS SELECT * FROM schedq.metrics();
+SELECT p.prosrc FROM pg_proc p WHERE p.oid = 'schedq.metrics()'::regprocedure;
+
 SELECT schedq.submit('a', queue => 'mail') FROM generate_series(1, 3);
 SELECT schedq.submit('b', queue => 'mail', run_at => now() + interval '1 hour');
 SELECT schedq.submit('c', queue => 'reports');
 SELECT schedq.pause_queue('idle');
 SELECT schedq.complete(token) FROM schedq.claim('w1', queues => '{mail}');
 SELECT count(*) FROM schedq.claim('w2', queues => '{reports}');
+SELECT name, n.value - o.value AS delta
+  FROM schedq.metrics() n JOIN m0 o USING (name)
+ WHERE n.value <> o.value AND name <> 'claim_wakeups' ORDER BY name;
 SELECT queue, paused, pending, available, running, done, failed, canceled, skipped,
 	   oldest_available_age IS NOT NULL AS has_age
   FROM schedq.queue_stats ORDER BY queue;

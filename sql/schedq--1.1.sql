@@ -427,8 +427,8 @@ COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a peri
 CREATE FUNCTION schedq.metrics(OUT name text, OUT value bigint)
 RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
-AS 'MODULE_PATHNAME', 'schedq_metrics';
-COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for the whole server, since it started';
+AS 'MODULE_PATHNAME', 'schedq_metrics_1_1';
+COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for this database, since the server started';
 
 CREATE FUNCTION schedq.scheduler_status(OUT datname name, OUT pid integer,
 										OUT state text, OUT last_tick timestamptz,

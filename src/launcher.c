@@ -57,6 +57,7 @@
 
 #include "compat.h"
 #include "launcher.h"
+#include "metrics.h"
 #include "shmem.h"
 #include "worker.h"
 #include "xact.h"
@@ -268,6 +269,7 @@ launcher_reconcile(bool *started)
 			/* dropped: its scheduler, if any, is gone with it */
 			if (db->handle != NULL)
 				pfree(db->handle);
+			schedq_metrics_forget(db->dboid);
 			hash_search(launcher_dbs, &db->dboid, HASH_REMOVE, NULL);
 			continue;
 		}

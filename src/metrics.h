@@ -1,7 +1,18 @@
 /*-------------------------------------------------------------------------
  * metrics.h
- *	  schedq's counters, in shared memory: atomics, no lock.  Counters only
- *	  grow; scheduler_lag_ms is a gauge, written by whoever measured last.
+ *	  schedq's counters, in shared memory: atomics, no lock.  Each counter
+ *	  is kept twice: for the whole cluster (what metrics() of schedq 1.0
+ *	  shows) and for the database of the process that counts (what
+ *	  metrics() of 1.1 shows).  Counters only grow; scheduler_lag_ms is a
+ *	  gauge, written by whoever measured last.
+ *
+ * A database's counters live in one of SCHEDQ_MAX_DATABASES slots, taken
+ * the first time a process of that database counts (under the metrics
+ * spinlock, so a database never has two) and freed by the launcher once
+ * the database leaves its scan of pg_database (dropped, or made a template
+ * or not connectable: a process still connected there then takes a fresh
+ * slot, from 0).  With every slot taken, a further database is counted
+ * only in the cluster's counters.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_METRICS_H
@@ -30,18 +41,9 @@ typedef enum SchedqMetric
 	SCHEDQ_NUM_METRICS
 } SchedqMetric;
 
-/* NULL when the library was not preloaded. */
-extern pg_atomic_uint64 *schedq_metrics_shared;
-
 extern void schedq_metrics_init(void);
+extern void schedq_count(SchedqMetric metric, uint64 n);
 extern void schedq_metric_set(SchedqMetric metric, uint64 value);
-
-/* Add n to a counter; a no-op when the library was not preloaded. */
-static inline void
-schedq_count(SchedqMetric metric, uint64 n)
-{
-	if (schedq_metrics_shared != NULL && n > 0)
-		pg_atomic_fetch_add_u64(&schedq_metrics_shared[metric], n);
-}
+extern void schedq_metrics_forget(Oid dboid);
 
 #endif /* SCHEDQ_METRICS_H */
