@@ -19,3 +19,21 @@ RETURNS SETOF record
 LANGUAGE c VOLATILE STRICT
 AS 'MODULE_PATHNAME', 'schedq_metrics_1_1';
 COMMENT ON FUNCTION schedq.metrics IS 'counters in shared memory, for this database, since the server started';
+
+-- A worker's cycle with one commit per task: finish the attempts of the
+-- tokens (as complete_many), then claim (as claim without wait), in one
+-- call.  Never waits: with no row returned, the worker waits with
+-- await_task or claim(wait => ...) after this call's commit.
+CREATE FUNCTION schedq.complete_and_claim(
+	tokens text[],
+	worker text,
+	results jsonb[] DEFAULT NULL,
+	queues text[] DEFAULT NULL,
+	caps text[] DEFAULT '{}',
+	n integer DEFAULT 1,
+	lease interval DEFAULT NULL)
+RETURNS SETOF schedq.claimed_task
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_complete_and_claim';
+COMMENT ON FUNCTION schedq.complete_and_claim IS 'complete the grants (stale ones change nothing), then claim up to n tasks, in one transaction; never waits';
+REVOKE ALL ON FUNCTION schedq.complete_and_claim FROM PUBLIC;

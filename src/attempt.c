@@ -189,6 +189,30 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(expires);
 }
 
+/*
+ * Complete one attempt: values[0..3] are q_complete's parameters, values[4]
+ * and nulls[4] room for the TID.  Goes first to the row where this
+ * session's claim left the attempt (the hint), then through the primary
+ * key.  True when the attempt was running and is now done.  Inside the
+ * caller's SPI connection.
+ */
+static bool
+attempt_complete_one(Datum *values, char *nulls)
+{
+	ClaimedRow *slot = claimed_row_slot(DatumGetInt64(values[0]));
+
+	if (slot->task_id == DatumGetInt64(values[0]) &&
+		slot->attempt == DatumGetInt32(values[1]))
+	{
+		values[4] = PointerGetDatum(&slot->tid);
+		nulls[4] = ' ';
+		slot->task_id = 0;
+		if (schedq_run(&q_complete_tid, values, nulls, 0, SPI_OK_UPDATE) == 1)
+			return true;
+	}
+	return schedq_run(&q_complete, values, nulls, 0, SPI_OK_UPDATE) == 1;
+}
+
 PG_FUNCTION_INFO_V1(schedq_complete);
 
 /*
@@ -202,25 +226,15 @@ schedq_complete(PG_FUNCTION_ARGS)
 	SchedqCall	call;
 	Datum		values[5];
 	char		nulls[5] = { ' ', ' ', ' ', PG_ARGISNULL(1) ? 'n' : ' ', ' ' };
-	ClaimedRow *slot;
-	bool		done = false;
+	bool		done;
 
 	attempt_grant_arg(fcinfo, &grant, values);
 	values[3] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	if (!PG_ARGISNULL(1))
 		schedq_check_jsonb_size("result", values[3]);
 
-	slot = claimed_row_slot(grant.task_id);
 	schedq_call_begin(&call);
-	if (slot->task_id == grant.task_id && slot->attempt == grant.attempt)
-	{
-		values[4] = PointerGetDatum(&slot->tid);
-		slot->task_id = 0;
-		done =
-			schedq_run(&q_complete_tid, values, nulls, 0, SPI_OK_UPDATE) == 1;
-	}
-	if (!done)
-		done = schedq_run(&q_complete, values, nulls, 0, SPI_OK_UPDATE) == 1;
+	done = attempt_complete_one(values, nulls);
 	schedq_call_end(&call);
 
 	if (done)
@@ -237,6 +251,152 @@ attempt_cmp_int64(const void *a, const void *b)
 	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/*
+ * Read and check the tokens and results arguments of complete_many and
+ * complete_and_claim (argument numbers tokens_arg and results_arg of the
+ * function called as fn): at most TASK_MAX_BATCH tokens, no NULL, each a
+ * valid grant, results (when not NULL) one per token and each within
+ * schedq.max_payload.  Errors before anything is written.  Outside the
+ * call bracket: what it allocates must outlive the SPI connection.
+ */
+void
+schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
+				   const char *fn, SchedqTokens *t)
+{
+	Datum *tokens;
+	bool  *token_nulls;
+	int	   nresults;
+
+	memset(t, 0, sizeof(*t));
+	if (PG_ARGISNULL(tokens_arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("tokens must not be null"),
+				errhint(
+					"Pass an empty array when there is nothing to finish."));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(tokens_arg), TEXTOID, -1, false,
+					  TYPALIGN_INT, &tokens, &token_nulls, &t->n);
+	if (t->n > TASK_MAX_BATCH)
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s takes at most %d tokens", fn, TASK_MAX_BATCH));
+	if (!PG_ARGISNULL(results_arg))
+	{
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(results_arg), JSONBOID, -1,
+						  false, TYPALIGN_INT, &t->results, &t->result_nulls,
+						  &nresults);
+		if (nresults != t->n)
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("results must have one element per token"),
+					errdetail("%d tokens, %d results.", t->n, nresults));
+		for (int i = 0; i < t->n; i++)
+			if (!t->result_nulls[i])
+				schedq_check_jsonb_size("result", t->results[i]);
+	}
+
+	t->ids = palloc(sizeof(Datum) * Max(t->n, 1));
+	t->attempts = palloc(sizeof(Datum) * Max(t->n, 1));
+	t->nonces = palloc(sizeof(Datum) * Max(t->n, 1));
+	t->completed = palloc0(sizeof(bool) * Max(t->n, 1));
+	for (int i = 0; i < t->n; i++)
+	{
+		SchedqGrant grant;
+
+		if (token_nulls[i])
+			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					errmsg("tokens must not contain nulls"));
+		schedq_grant_require(TextDatumGetCString(tokens[i]), &grant);
+		t->ids[i] = Int64GetDatum(grant.task_id);
+		t->attempts[i] = Int32GetDatum(grant.attempt);
+		t->nonces[i] = Int64GetDatum(grant.nonce);
+	}
+}
+
+/*
+ * Complete the attempts read by schedq_tokens_read; set t->completed[i]
+ * where token i's attempt was running and is now done (a task given twice
+ * counts once, at its first place).  One token takes complete()'s path
+ * (the claimed-row hint first); more take one UPDATE through the primary
+ * key.  Returns how many were completed.  Inside the caller's SPI
+ * connection.
+ */
+int
+schedq_complete_tokens(SchedqTokens *t)
+{
+	Datum  values[5];
+	char   nulls[5] = { ' ', ' ', ' ', ' ', ' ' };
+	int64 *done;
+	bool  *used;
+	int	   n = t->n;
+	int	   ndone;
+
+	if (n == 0)
+		return 0;
+	if (n == 1)
+	{
+		values[0] = t->ids[0];
+		values[1] = t->attempts[0];
+		values[2] = t->nonces[0];
+		values[3] = t->results ? t->results[0] : (Datum) 0;
+		nulls[3] = t->results && !t->result_nulls[0] ? ' ' : 'n';
+		t->completed[0] = attempt_complete_one(values, nulls);
+		ndone = t->completed[0] ? 1 : 0;
+		if (ndone > 0)
+			schedq_count(METRIC_TASKS_COMPLETED, ndone);
+		return ndone;
+	}
+
+	values[0] =
+		PointerGetDatum(construct_array(t->ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										TYPALIGN_DOUBLE));
+	values[1] = PointerGetDatum(
+		construct_array(t->attempts, n, INT4OID, 4, true, TYPALIGN_INT));
+	values[2] =
+		PointerGetDatum(construct_array(t->nonces, n, INT8OID, 8,
+										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	if (t->results != NULL)
+	{
+		int lbound = 1; /* whatever the caller's array had */
+
+		values[3] = PointerGetDatum(
+			construct_md_array(t->results, t->result_nulls, 1, &n, &lbound,
+							   JSONBOID, -1, false, TYPALIGN_INT));
+	}
+	else
+		nulls[3] = 'n';
+
+	/*
+	 * One UPDATE through the primary key.  A task given twice takes its
+	 * attempt, nonce and result from its first place (array_position).
+	 */
+	ndone =
+		schedq_run(&q_complete_many, values, nulls, 0, SPI_OK_UPDATE_RETURNING);
+	done = palloc(sizeof(int64) * Max(ndone, 1));
+	for (int i = 0; i < ndone; i++)
+	{
+		bool isnull;
+
+		done[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	}
+
+	/* true at the first place of each task that was completed */
+	qsort(done, ndone, sizeof(int64), attempt_cmp_int64);
+	used = palloc0(sizeof(bool) * Max(ndone, 1));
+	for (int i = 0; i < n; i++)
+	{
+		int64  id = DatumGetInt64(t->ids[i]);
+		int64 *hit =
+			bsearch(&id, done, ndone, sizeof(int64), attempt_cmp_int64);
+
+		t->completed[i] = hit != NULL && !used[hit - done];
+		if (hit != NULL)
+			used[hit - done] = true;
+	}
+	if (ndone > 0)
+		schedq_count(METRIC_TASKS_COMPLETED, ndone);
+	return ndone;
+}
+
 PG_FUNCTION_INFO_V1(schedq_complete_many);
 
 /*
@@ -251,115 +411,20 @@ PG_FUNCTION_INFO_V1(schedq_complete_many);
 Datum
 schedq_complete_many(PG_FUNCTION_ARGS)
 {
-	SchedqCall call;
-	Datum	  *tokens;
-	bool	  *token_nulls;
-	int		   n;
-	Datum	  *results = NULL;
-	bool	  *result_nulls = NULL;
-	int		   nresults;
-	Datum	  *ids;
-	Datum	  *attempts;
-	Datum	  *nonces;
-	Datum	   values[4];
-	char	   nulls[4] = { ' ', ' ', ' ', ' ' };
-	int64	  *done;
-	bool	  *used;
-	int		   ndone;
-	Datum	  *out;
+	SchedqCall	 call;
+	SchedqTokens t;
+	Datum		*out;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("tokens must not be null"));
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false,
-					  TYPALIGN_INT, &tokens, &token_nulls, &n);
-	if (n > TASK_MAX_BATCH)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("complete_many takes at most %d tokens",
-					   TASK_MAX_BATCH));
-	if (!PG_ARGISNULL(1))
-	{
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), JSONBOID, -1, false,
-						  TYPALIGN_INT, &results, &result_nulls, &nresults);
-		if (nresults != n)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("results must have one element per token"),
-					errdetail("%d tokens, %d results.", n, nresults));
-		for (int i = 0; i < n; i++)
-			if (!result_nulls[i])
-				schedq_check_jsonb_size("result", results[i]);
-	}
-
-	ids = palloc(sizeof(Datum) * Max(n, 1));
-	attempts = palloc(sizeof(Datum) * Max(n, 1));
-	nonces = palloc(sizeof(Datum) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		SchedqGrant grant;
-
-		if (token_nulls[i])
-			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					errmsg("tokens must not contain nulls"));
-		schedq_grant_require(TextDatumGetCString(tokens[i]), &grant);
-		ids[i] = Int64GetDatum(grant.task_id);
-		attempts[i] = Int32GetDatum(grant.attempt);
-		nonces[i] = Int64GetDatum(grant.nonce);
-	}
-	values[0] = PointerGetDatum(
-		construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[1] = PointerGetDatum(
-		construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
-	values[2] =
-		PointerGetDatum(construct_array(nonces, n, INT8OID, 8, FLOAT8PASSBYVAL,
-										TYPALIGN_DOUBLE));
-	if (results != NULL)
-	{
-		int lbound = 1; /* whatever the caller's array had */
-
-		values[3] = PointerGetDatum(
-			construct_md_array(results, result_nulls, 1, &n, &lbound, JSONBOID,
-							   -1, false, TYPALIGN_INT));
-	}
-	else
-		nulls[3] = 'n';
-	/* here, not inside the call: SPI_finish frees what was made there */
-	done = palloc(sizeof(int64) * Max(n, 1));
-
+	schedq_tokens_read(fcinfo, 0, 1, "complete_many", &t);
 	schedq_call_begin(&call);
-	/*
-	 * One UPDATE through the primary key.  A task given twice takes its
-	 * attempt, nonce and result from its first place (array_position).
-	 */
-	ndone =
-		schedq_run(&q_complete_many, values, nulls, 0, SPI_OK_UPDATE_RETURNING);
-	for (int i = 0; i < ndone; i++)
-	{
-		bool isnull;
-
-		done[i] =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	}
+	(void) schedq_complete_tokens(&t);
 	schedq_call_end(&call);
 
-	/* true at the first place of each task that was completed */
-	qsort(done, ndone, sizeof(int64), attempt_cmp_int64);
-	used = palloc0(sizeof(bool) * Max(ndone, 1));
-	out = palloc(sizeof(Datum) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		int64  id = DatumGetInt64(ids[i]);
-		int64 *hit =
-			bsearch(&id, done, ndone, sizeof(int64), attempt_cmp_int64);
-
-		out[i] = BoolGetDatum(hit != NULL && !used[hit - done]);
-		if (hit != NULL)
-			used[hit - done] = true;
-	}
-	if (ndone > 0)
-		schedq_count(METRIC_TASKS_COMPLETED, ndone);
+	out = palloc(sizeof(Datum) * Max(t.n, 1));
+	for (int i = 0; i < t.n; i++)
+		out[i] = BoolGetDatum(t.completed[i]);
 	PG_RETURN_ARRAYTYPE_P(
-		construct_array(out, n, BOOLOID, 1, true, TYPALIGN_CHAR));
+		construct_array(out, t.n, BOOLOID, 1, true, TYPALIGN_CHAR));
 }
 
 /*

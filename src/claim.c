@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * claim.c
  *	  schedq.claim and schedq._claim_sql: take available tasks, waiting
- *	  for one when asked to.
+ *	  for one when asked to; schedq.complete_and_claim: finish the tasks
+ *	  of a worker's last claim and take the next ones in one transaction.
  *
  * claim picks the head of the available set in claim order (priority,
  * then run_at, then id) with FOR UPDATE SKIP LOCKED, so concurrent claims
@@ -419,6 +420,62 @@ schedq_claim_sql(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * Read and check the arguments a claim shares with complete_and_claim:
+ * worker, queues, caps, n and lease, at the given argument numbers of the
+ * function called.  Errors before anything is written.
+ */
+static void
+claim_read_args(FunctionCallInfo fcinfo, int worker_arg, int queues_arg,
+				int caps_arg, int n_arg, int lease_arg, ClaimArgs *args)
+{
+	if (PG_ARGISNULL(worker_arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("worker must not be null"));
+	args->worker = PG_GETARG_DATUM(worker_arg);
+	schedq_check_name("worker", PG_GETARG_TEXT_PP(worker_arg));
+	if (PG_ARGISNULL(caps_arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("caps must not be null"),
+				errhint(
+					"Pass an empty array for a worker without capabilities."));
+	args->caps = PG_GETARG_DATUM(caps_arg);
+	schedq_check_names("caps", DatumGetArrayTypeP(args->caps),
+					   SCHEDQ_MAX_NAMES);
+	if (PG_ARGISNULL(n_arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("n must not be null"));
+	args->n = PG_GETARG_INT32(n_arg);
+	if (args->n <= 0 || args->n > TASK_MAX_BATCH)
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("n must be between 1 and %d", TASK_MAX_BATCH));
+	if (PG_ARGISNULL(lease_arg))
+	{
+		args->lease = palloc0(sizeof(Interval));
+		args->lease->time = (int64) schedq_default_lease_s * USECS_PER_SEC;
+	}
+	else
+	{
+		args->lease = PG_GETARG_INTERVAL_P(lease_arg);
+		(void) schedq_check_interval("lease", args->lease, false,
+									 SCHEDQ_MAX_INTERVAL_USECS,
+									 SCHEDQ_MAX_INTERVAL_TEXT);
+	}
+	args->filter = CLAIM_ALL_QUEUES;
+	if (!PG_ARGISNULL(queues_arg))
+	{
+		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(queues_arg);
+		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+
+		schedq_check_names("queues", arr, SCHEDQ_MAX_QUEUES);
+		args->queues = PointerGetDatum(arr);
+		args->filter =
+			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
+				CLAIM_ONE_QUEUE :
+				CLAIM_SOME_QUEUES;
+	}
+}
+
 PG_FUNCTION_INFO_V1(schedq_claim);
 
 /*
@@ -434,37 +491,7 @@ schedq_claim(PG_FUNCTION_ARGS)
 	memset(&args, 0, sizeof(args));
 	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	args.call = &call;
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("worker must not be null"));
-	args.worker = PG_GETARG_DATUM(0);
-	schedq_check_name("worker", PG_GETARG_TEXT_PP(0));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("caps must not be null"),
-				errhint(
-					"Pass an empty array for a worker without capabilities."));
-	args.caps = PG_GETARG_DATUM(2);
-	schedq_check_names("caps", DatumGetArrayTypeP(args.caps), SCHEDQ_MAX_NAMES);
-	if (PG_ARGISNULL(3))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("n must not be null"));
-	args.n = PG_GETARG_INT32(3);
-	if (args.n <= 0 || args.n > TASK_MAX_BATCH)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("n must be between 1 and %d", TASK_MAX_BATCH));
-	if (PG_ARGISNULL(4))
-	{
-		args.lease = palloc0(sizeof(Interval));
-		args.lease->time = (int64) schedq_default_lease_s * USECS_PER_SEC;
-	}
-	else
-	{
-		args.lease = PG_GETARG_INTERVAL_P(4);
-		(void) schedq_check_interval("lease", args.lease, false,
-									 SCHEDQ_MAX_INTERVAL_USECS,
-									 SCHEDQ_MAX_INTERVAL_TEXT);
-	}
+	claim_read_args(fcinfo, 0, 1, 2, 3, 4, &args);
 	if (PG_ARGISNULL(5))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
@@ -478,24 +505,44 @@ schedq_claim(PG_FUNCTION_ARGS)
 				"claim with wait requires the READ COMMITTED isolation level"),
 			errdetail(
 				"A transaction snapshot would never see tasks that become available while waiting."));
-	args.filter = CLAIM_ALL_QUEUES;
-	if (!PG_ARGISNULL(1))
-	{
-		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
-		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-
-		schedq_check_names("queues", arr, SCHEDQ_MAX_QUEUES);
-		args.queues = PointerGetDatum(arr);
-		args.filter =
-			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
-				CLAIM_ONE_QUEUE :
-				CLAIM_SOME_QUEUES;
-	}
 
 	InitMaterializedSRF(fcinfo, 0);
 	schedq_call_begin(&call);
 	if (claim_once(&args) == 0 && args.wait_us > 0)
 		(void) claim_wait(&args);
+	schedq_call_end(&call);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(schedq_complete_and_claim);
+
+/*
+ * schedq.complete_and_claim(tokens, worker, results, queues, caps, n,
+ * lease): a worker's cycle in one call and one transaction.  Completes the
+ * attempts of tokens exactly as complete_many does (a stale one changes
+ * nothing), then claims up to n tasks exactly as claim does without wait,
+ * and returns claim's rows.  Every argument is checked before anything is
+ * written.  It never waits for a task: it would hold the completed rows'
+ * locks while it waited, so a worker given no row waits with await_task
+ * or claim(wait => ...), after this call's commit.
+ */
+Datum
+schedq_complete_and_claim(PG_FUNCTION_ARGS)
+{
+	SchedqCall	 call;
+	ClaimArgs	 args;
+	SchedqTokens tokens;
+
+	memset(&args, 0, sizeof(args));
+	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	args.call = &call;
+	schedq_tokens_read(fcinfo, 0, 2, "complete_and_claim", &tokens);
+	claim_read_args(fcinfo, 1, 3, 4, 5, 6, &args);
+
+	InitMaterializedSRF(fcinfo, 0);
+	schedq_call_begin(&call);
+	(void) schedq_complete_tokens(&tokens);
+	(void) claim_once(&args);
 	schedq_call_end(&call);
 	return (Datum) 0;
 }

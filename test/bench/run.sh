@@ -8,12 +8,17 @@
 # measures the hand-rolled baseline most applications start with: a plain
 # table claimed with UPDATE ... FOR UPDATE SKIP LOCKED (raw_setup.sql).
 #
-# Three variants, each at 1, 4 and 16 clients (pgbench -c N -j min(N,2)):
+# Four variants, each at 1, 4 and 16 clients (pgbench -c N -j min(N,2)):
 #   A  one task per cycle:  claim n => 1, then complete(token)
 #   B  batches of 10:       claim n => 10, then complete the 10 tokens in
 #                           one statement (still two transactions per cycle)
 #   C  batches of 10, the 10 tokens completed by one complete_many call;
 #      schedq only, compared with the raw queue's B
+#   D  one commit per task: complete_and_claim(previous token) finishes the
+#      previous task and claims the next in one transaction; the raw queue
+#      does the same in one statement (raw_complete_and_claim.sql).  Also
+#      compared with the raw queue's A (two commits per task) of the same
+#      round, run for it when A is not among the variants.
 #
 # Every measured run starts from an emptied, vacuumed table preloaded with
 # enough tasks that the queue never runs dry (sized from the rates measured
@@ -25,7 +30,8 @@
 #   PG_CONFIG        pg_config of the server to use (default PostgreSQL 15)
 #   BENCH_SECONDS    duration of each measured run (default 10)
 #   BENCH_CLIENTS    client counts (default "1 4 16")
-#   BENCH_VARIANTS   which variants to run (default "A B C"; C needs B's raw runs)
+#   BENCH_VARIANTS   which variants to run (default "A B C D"; C needs B's raw
+#                    runs, D A's: they are run when B or A is not listed)
 #   BENCH_REPEAT     run the whole sequence this many times (default 1); the
 #                    report then gives medians, and schedq/raw is the median
 #                    of the ratios of each schedq run to the raw run just
@@ -45,7 +51,7 @@ BENCH_NAME=bench
 source "$HERE/lib.sh"
 DURATION=${BENCH_SECONDS:-10}
 CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
-VARIANTS=${BENCH_VARIANTS:-"A B C"}
+VARIANTS=${BENCH_VARIANTS:-"A B C D"}
 REPEAT=${BENCH_REPEAT:-1}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
 EXTRA_CONF=${BENCH_SERVER_CONF:-}
@@ -60,7 +66,7 @@ for c in $CLIENTS; do
 	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must list positive integers, not '$CLIENTS'"
 done
 for var in $VARIANTS; do
-	[[ $var == [ABC] ]] || die "BENCH_VARIANTS must list A, B or C, not '$VARIANTS'"
+	[[ $var == [ABCD] ]] || die "BENCH_VARIANTS must list A, B, C or D, not '$VARIANTS'"
 done
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, not '$REPEAT'"
 bench_check_tools initdb pg_ctl psql pgbench
@@ -165,9 +171,11 @@ script_for() { # system variant
 	schedq:A) echo schedq_claim_complete.sql ;;
 	schedq:B) echo schedq_claim10_complete.sql ;;
 	schedq:C) echo schedq_claim10_complete_many.sql ;;
+	raw:D) echo raw_complete_and_claim.sql ;;
+	schedq:D) echo schedq_complete_and_claim.sql ;;
 	esac
 }
-batch_of() { [[ $1 == A ]] && echo 1 || echo 10; }
+batch_of() { [[ $1 == [AD] ]] && echo 1 || echo 10; }
 # The raw variant a schedq variant is compared with.
 raw_variant() { [[ $1 == C ]] && echo B || echo "$1"; }
 
@@ -225,8 +233,11 @@ run_one() {
 		"$sys" "$var" "$c" "$preload" "$(calc "$t1 - $t0")" "$DURATION")"
 
 	rc=0
+	# -D: the first cycle of variant D has no previous task (an empty
+	# token list, id 0); other scripts ignore the variables.
 	out=$(as_pg "$BINDIR/pgbench" -n -M prepared -h "$TMP" -p "$PORT" -U postgres \
-		-c "$c" -j "$j" -T "$DURATION" -f "$TMP/$script" "$DB" 2>&1) || rc=$?
+		-c "$c" -j "$j" -T "$DURATION" -D 'tokens={}' -D id=0 \
+		-f "$TMP/$script" "$DB" 2>&1) || rc=$?
 
 	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1)
 	processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out" | head -n 1)
@@ -258,7 +269,10 @@ run_one() {
 	RATE[$key]=$(printf '%.0f' "$rate")
 	LAT[$key]=$lat
 	expect=$((processed * batch))
-	if ((done == expect && running == 0)); then
+	# D: a client's first cycle finishes nothing, and its last claim is
+	# left running when the time is up.
+	[[ $var != D ]] || expect=$((processed - c))
+	if ((done == expect && running == 0)) || [[ $var == D && $done == "$expect" && $running == "$c" ]]; then
 		CHECK[$key]=ok
 	elif ((done == expect)); then
 		CHECK[$key]="ok ($running left running by the time limit)"
@@ -276,6 +290,7 @@ loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
 declare -A ALL_RAW ALL_SCHEDQ ALL_RATIO # per variant:clients, one value per round
+declare -A ALL_RATIO_A ALL_RAW_A         # D: schedq D / raw A of the same round; raw A
 for ((round = 1; round <= REPEAT; round++)); do
 	((REPEAT == 1)) || log "round $round of $REPEAT"
 	for var in $VARIANTS; do
@@ -284,12 +299,21 @@ for ((round = 1; round <= REPEAT; round++)); do
 			if [[ $var != C ]] || [[ " $VARIANTS " != *" B "* ]]; then
 				run_one raw "$(raw_variant "$var")" "$c"
 			fi
+			# D is also compared with A's raw runs: run them if A is not run
+			if [[ $var == D && " $VARIANTS " != *" A "* ]]; then
+				run_one raw A "$c"
+			fi
 			run_one schedq "$var" "$c"
 			r=${RATE[$(raw_variant "$var"):raw:$c]:-0}
 			s=${RATE[$var:schedq:$c]:-0}
 			ALL_RAW[$var:$c]+=" $r"
 			ALL_SCHEDQ[$var:$c]+=" $s"
 			if ((r > 0)); then ALL_RATIO[$var:$c]+=" $(printf '%.2f' "$(calc "$s / $r")")"; fi
+			ra=${RATE[A:raw:$c]:-0}
+			if [[ $var == D ]] && ((ra > 0)); then
+				ALL_RATIO_A[$var:$c]+=" $(printf '%.2f' "$(calc "$s / $ra")")"
+				ALL_RAW_A[$c]+=" $ra"
+			fi
 		done
 	done
 done
@@ -309,7 +333,7 @@ report() {
 	echo "            vacuumed queue preloaded with enough no-op tasks never to run dry"
 	echo "  raw       plain table, partial index on (priority DESC, run_at, id) WHERE status = 'available',"
 	echo "            claimed with UPDATE ... FOR UPDATE SKIP LOCKED (test/bench/raw_*.sql)"
-	echo "  schedq    schedq.claim + schedq.complete (test/bench/schedq_*.sql)"
+	echo "  schedq    schedq.claim + schedq.complete, D schedq.complete_and_claim (test/bench/schedq_*.sql)"
 	echo "  tasks/s   tasks found 'done' after the run / pgbench's measured time"
 	echo "  latency   pgbench 'latency average': one whole cycle (claim txn + complete txn), in ms"
 	for var in $VARIANTS; do
@@ -318,6 +342,7 @@ report() {
 		A) title="A. one task per cycle: claim n => 1 (1 txn), then complete(token) (1 txn)" ;;
 		B) title="B. batch of 10 per cycle: claim n => 10 (1 txn), then complete the 10 tokens in one statement (1 txn)" ;;
 		C) title="C. as B, the 10 tokens completed by one complete_many call (raw: its B figures)" ;;
+		D) title="D. one commit per task: complete_and_claim(previous token) (1 txn); raw: one statement finishing the previous row and locking the next (1 txn)" ;;
 		esac
 		echo "$title"
 		printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
@@ -332,6 +357,14 @@ report() {
 			printf '  %7s  %12s  %14s  %10s  %12s  %14s  %s\n' \
 				"$c" "$r" "$s" "$ratio" "${LAT[$(raw_variant "$var"):raw:$c]:--}" "${LAT[$var:schedq:$c]:--}" "$chk"
 		done
+		if [[ $var == D ]]; then
+			echo "  D against the raw queue's two-commit cycle (A) of the same round:"
+			for c in $CLIENTS; do
+				printf '  %7s  raw A tasks/s %s, schedq D / raw A %s (rounds:%s)\n' "$c" \
+					"$(printf '%.0f' "$(median "${ALL_RAW_A[$c]:-0}")")" \
+					"$(median "${ALL_RATIO_A[D:$c]:-}")" "${ALL_RATIO_A[D:$c]:-}"
+			done
+		fi
 	done
 	if ((REPEAT > 1)); then
 		echo
