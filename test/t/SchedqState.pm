@@ -140,7 +140,10 @@ sub settle
 
 # Every row of schedq's tables as text, one line per row, ordered; with
 # $where{table} a condition that leaves rows out (a task the scheduler is
-# about to change, say).  Read as the superuser: row-level security hides
+# about to change, say), or for task 'unparked': every row, without the
+# columns parked and parked_on (a scheduler unparks every task when it
+# starts, and parks again what is still held back).  The sequences' last
+# values, but for gate_event's (scratch, unlogged, not dumped).  Read as the superuser: row-level security hides
 # nothing.
 sub rows_of
 {
@@ -149,9 +152,15 @@ sub rows_of
 	for my $t (@TABLES)
 	{
 		my $cond = $where{$t} // 'true';
+		my $row = 'r::text';
+		if ($cond eq 'unparked')
+		{
+			($cond, $row) =
+			  ('true', q{(to_jsonb(r) - '{parked,parked_on}'::text[])::text});
+		}
 		$out .= "-- $t\n"
 		  . $node->safe_psql($db,
-			"SELECT r::text FROM schedq.$t r WHERE $cond ORDER BY r::text")
+			"SELECT $row FROM schedq.$t r WHERE $cond ORDER BY 1")
 		  . "\n";
 	}
 	$out .= "-- sequences\n"
@@ -159,6 +168,7 @@ sub rows_of
 		q{SELECT format('%s last=%s', c.relname, pg_sequence_last_value(c.oid))
 			FROM pg_class c
 		   WHERE c.relnamespace = 'schedq'::regnamespace AND c.relkind = 'S'
+			 AND c.relname <> 'gate_event_id_seq'
 		   ORDER BY 1})
 	  . "\n";
 	return $out;
