@@ -233,4 +233,30 @@ ok( defined poll_until(
 		'available', 30),
 	'and its dependent is released');
 
+#
+# A dump taken at 1.0, which still dumped the grant keys, restored under
+# 1.1: pg_dump's CREATE EXTENSION installs 1.1, whose own first key takes
+# kid 1, so the COPY of the old keys fails on it -- the one error of such
+# a restore, and a harmless one: everything else is back and works.
+#
+$old->safe_psql('postgres', 'CREATE DATABASE v10');
+$old->safe_psql('v10', q{CREATE EXTENSION schedq VERSION '1.0';
+	SELECT schedq.submit('from-1.0', queue => 'v10');});
+command_ok([ 'pg_dump', '-Fc', '-f', "$dir/v10.dump", '-d', $old->connstr('v10') ],
+	'pg_dump -Fc of a database at 1.0');
+$new->safe_psql('postgres', 'CREATE DATABASE v10');
+my ($stdout, $stderr);
+my $rc = PostgreSQL::Test::Utils::run_log(
+	[ 'pg_restore', '-d', $new->connstr('v10'), "$dir/v10.dump" ],
+	'>', \$stdout, '2>', \$stderr);
+my @errors = $stderr =~ /^pg_restore: error: (.*)$/mg;
+is_deeply(\@errors,
+	[ 'COPY failed for table "grant_key": ERROR:  duplicate key value violates unique constraint "grant_key_pkey"' ],
+	'restoring a 1.0 dump under 1.1: the one error is the COPY of the old grant keys');
+is( $new->safe_psql(
+		'v10', q{SELECT extversion FROM pg_extension WHERE extname = 'schedq';
+				 SELECT kind || ':' || schedq.complete(token) FROM schedq.claim('w', queues => '{v10}')}),
+	"1.1\nfrom-1.0:true",
+	'and the restored 1.0 queue works at 1.1');
+
 done_testing();
