@@ -23,6 +23,7 @@
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "version.h"
 
 static LocalTransactionId version_lxid = InvalidLocalTransactionId;
@@ -87,10 +88,10 @@ schedq_installed_version(void)
 {
 	CommandId cid = GetCurrentCommandId(false);
 
-	if (version_lxid != MyProc->lxid || version_cid != cid)
+	if (version_lxid != SCHEDQ_MY_LXID || version_cid != cid)
 	{
 		version_cached = version_read();
-		version_lxid = MyProc->lxid;
+		version_lxid = SCHEDQ_MY_LXID;
 		version_cid = cid;
 	}
 	return version_cached;
