@@ -42,6 +42,7 @@ OBJS = \
 	src/call.o \
 	src/plan.o \
 	src/xact.o \
+	src/version.o \
 	src/shmem.o \
 	src/cron.o
 

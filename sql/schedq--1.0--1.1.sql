@@ -37,3 +37,7 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_complete_and_claim';
 COMMENT ON FUNCTION schedq.complete_and_claim IS 'complete the grants (stale ones change nothing), then claim up to n tasks, in one transaction; never waits';
 REVOKE ALL ON FUNCTION schedq.complete_and_claim FROM PUBLIC;
+
+-- Grant keys are no longer dumped (see schedq--1.1.sql): in 1.0 their COPY
+-- collided with the key CREATE EXTENSION makes, and pg_restore failed.
+SELECT pg_catalog.pg_extension_config_dump('schedq.grant_key', 'WHERE false');

@@ -244,7 +244,12 @@ SELECT pg_catalog.pg_extension_config_dump('schedq.task', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.queue', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.concurrency_limit', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.budget', '');
-SELECT pg_catalog.pg_extension_config_dump('schedq.grant_key', '');
+-- The grant keys' rows are not dumped: a dump file is no place for the
+-- secret, and a grant signs the database OID too, so a restored database
+-- (another OID) could not use them anyway.  It gets a key of its own from
+-- CREATE EXTENSION (the end of this script); were the rows dumped, their
+-- COPY would collide with that key.
+SELECT pg_catalog.pg_extension_config_dump('schedq.grant_key', 'WHERE false');
 SELECT pg_catalog.pg_extension_config_dump('schedq.periodic', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.run_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.task_id_seq', '');

@@ -38,4 +38,11 @@
 #define SCHEDQ_WAIT_EVENT(name) PG_WAIT_EXTENSION
 #endif
 
+/* The backend's local transaction id moved into PGPROC.vxid in 17. */
+#if PG17_GE
+#define SCHEDQ_MY_LXID (MyProc->vxid.lxid)
+#else
+#define SCHEDQ_MY_LXID (MyProc->lxid)
+#endif
+
 #endif /* SCHEDQ_COMPAT_H */

@@ -74,6 +74,7 @@
 #include "scheduler.h"
 #include "settings.h"
 #include "shmem.h"
+#include "version.h"
 #include "worker.h"
 
 /* The wait before a failed pass (or iteration) runs again: doubling. */
@@ -152,6 +153,35 @@ scheduler_exit(int code, Datum arg)
  * Leave for good: schedq is not installed in this database (any more).
  * The launcher starts a scheduler here again only after CREATE EXTENSION.
  */
+/*
+ * Say once, in the log, that this database's schedq is older than the
+ * library (the scheduler works on it all the same: it uses only what every
+ * version has), and once again when an ALTER EXTENSION UPDATE has brought
+ * it level.  Called in each iteration's transaction.
+ */
+static void
+scheduler_check_version(void)
+{
+	static int logged = 0;
+	int		   installed = schedq_installed_version();
+
+	if (installed == logged || installed <= 0)
+		return;
+	if (installed < SCHEDQ_LIBRARY_VERSION)
+		ereport(
+			LOG,
+			errmsg(
+				"schedq scheduler: database \"%s\" has schedq %s, older than the library's %s; working on it as it is",
+				scheduler_dbname, schedq_version_string(installed),
+				schedq_version_string(SCHEDQ_LIBRARY_VERSION)),
+			errhint("ALTER EXTENSION schedq UPDATE"));
+	else if (logged != 0)
+		ereport(LOG,
+				errmsg("schedq scheduler: database \"%s\" now has schedq %s",
+					   scheduler_dbname, schedq_version_string(installed)));
+	logged = installed;
+}
+
 static void
 scheduler_not_installed(void)
 {
@@ -299,6 +329,7 @@ scheduler_iterate(SchedulerTick *tick)
 	schedq_tick_begin("schedq scheduler: promoting");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		scheduler_not_installed();
+	scheduler_check_version();
 	if (scheduler_unpark_needed)
 		unparked = scheduler_try(&pass_unpark, tick);
 	(void) scheduler_try(&pass_periodic, tick);
