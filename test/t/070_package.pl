@@ -79,6 +79,17 @@ sub run_logged
 	return ($ok, $out);
 }
 
+# The full path of a program in PATH, or undef.
+sub which
+{
+	my ($prog) = @_;
+	for my $dir (split /:/, $ENV{PATH} // '')
+	{
+		return "$dir/$prog" if length $dir && -f "$dir/$prog" && -x _;
+	}
+	return undef;
+}
+
 sub tail
 {
 	my @l = split /\n/, $_[0];
@@ -287,7 +298,7 @@ like($zip, qr{/schedq-\Q$version\E\.zip$}, 'the archive is named after the versi
 is($topdir, "schedq-$version", "its top directory is schedq-$version");
 
 # The unpacked release archive builds on its own.
-chomp(my $pg_config = `command -v pg_config` // '');
+my $pg_config = which('pg_config') // '/usr/lib/postgresql/15/bin/pg_config';
 ($ok) = run_logged('build_dist', 'make', '-C', $tree, "PG_CONFIG=$pg_config",
 	'WERROR=1', 'all');
 ok($ok && -f "$tree/schedq.so" && -x "$tree/schedqctl/schedqctl",
@@ -300,8 +311,8 @@ remove_tree("$tmp/unpacked");
 my $sysbin = '/usr/lib/postgresql/15/bin';
 my $why_not =
 	$> != 0 ? 'not root: installing a .deb needs root (check.sh runs this file as root when it runs as root)'
-  : !`command -v dpkg-buildpackage` ? 'dpkg-buildpackage missing (apt-get install devscripts debhelper)'
-  : !`command -v pg_buildext` ? 'pg_buildext missing (apt-get install postgresql-server-dev-all)'
+  : !which('dpkg-buildpackage') ? 'dpkg-buildpackage missing (apt-get install devscripts debhelper)'
+  : !which('pg_buildext') ? 'pg_buildext missing (apt-get install postgresql-server-dev-all)'
   : !-x "$sysbin/postgres" ? "no system PostgreSQL 15 ($sysbin/postgres)"
   : undef;
 if ($why_not)
