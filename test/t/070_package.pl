@@ -398,13 +398,17 @@ my $before = digests('', @system_files);
 my $saved_ok = 1;
 for my $p (@system_files)
 {
-	$saved_ok &&= system('cp', '-a', '--parents', $p, $save) == 0;
+	make_path(dirname("$save$p"));
+	$saved_ok &&= system('cp', '-a', $p, dirname("$save$p")) == 0;
 }
 my $copies = digests($save, @system_files);
 $saved_ok &&= JSON::PP->new->canonical->encode($copies) eq
   JSON::PP->new->canonical->encode($before);
 ok($saved_ok, scalar(@system_files) . ' files of make install saved byte for byte')
-  or BAIL_OUT("could not save the make install files into $save");
+  or BAIL_OUT("could not save the make install files into $save (nothing was changed)");
+# From here on, END puts the saved files back; never before: restoring
+# removes the files first.
+my $armed = 1;
 my $restored = 0;
 
 my ($server_data, $server_started);
@@ -421,7 +425,7 @@ sub stop_server
 # whether the files are exactly the saved ones again.
 sub restore
 {
-	return 1 if $restored;
+	return 1 if $restored || !$armed;
 	stop_server();
 	if (installed())
 	{
@@ -429,10 +433,16 @@ sub restore
 	}
 	for my $p (@system_files)
 	{
+		my $copy = "$save$p";
+		if (!-e $copy && !-l $copy)
+		{
+			warn "070_package: no saved copy of $p: left as it is\n";
+			next;
+		}
 		system('rm', '-rf', $p) if -e $p || -l $p;
 		make_path(dirname($p));
-		system('cp', '-a', "$save$p", dirname($p)) == 0
-		  or warn "070_package: could not restore $p from $save$p\n";
+		system('cp', '-a', $copy, dirname($p)) == 0
+		  or warn "070_package: could not restore $p from $copy\n";
 	}
 	my $after = digests('', @system_files);
 	$restored = 1;
@@ -443,7 +453,7 @@ sub restore
 $SIG{INT} = $SIG{TERM} = $SIG{HUP} = sub { die "070_package: killed by a signal\n" };
 END
 {
-	if (@system_files && !$restored)
+	if ($armed && !$restored)
 	{
 		my $keep = $?;
 		my $same = restore();
