@@ -523,7 +523,7 @@ sub psql
 	local $/;
 	my $out = <$fh> // '';
 	close $fh;
-	chomp $out;
+	$out =~ s/\s+\z//;
 	return ($? == 0, $out);
 }
 
@@ -566,7 +566,7 @@ if ($ctl_pid == 0)
 }
 my $ctl_out = do { local $/; <$ctl> } // '';
 close $ctl;
-chomp $ctl_out;
+$ctl_out =~ s/\s+\z//;
 like($ctl_out, qr/^\d+$/, 'the packaged schedqctl submits a task') or diag($ctl_out);
 ($ok, $out) = psql("SELECT queue || ' ' || (payload->>'via') FROM schedq.task WHERE id = "
 	  . ($ctl_out =~ /^(\d+)$/ ? $1 : 0));
