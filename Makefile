@@ -7,6 +7,11 @@
 #   make demo       walk through schedq on a throwaway server
 #   make bench      run the benchmarks in test/bench
 #   make bench-examples   tasks per second through the example workers
+#   make dist       the PGXN release archive schedq-VERSION.zip (git archive
+#                   of HEAD; VERSION from META.json; DIST_DIR=. by default)
+#   make deb        the Debian package postgresql-15-schedq_VERSION-1_amd64.deb
+#                   (dpkg-buildpackage on a git archive of HEAD) in build/
+#                   (DEB_DIR)
 
 EXTENSION = schedq
 MODULE_big = schedq
@@ -137,3 +142,41 @@ FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz:
 	PG_CONFIG="$(PG_CONFIG)" FUZZ_SECONDS="$(FUZZ_SECONDS)" bash test/fuzz/run.sh
+
+# Releases.  The version is META.json's (test/t/070_package.pl checks that
+# schedq.control's default_version and debian/changelog agree with it).  Both
+# targets package HEAD as committed: uncommitted changes are left out, with a
+# warning.
+DIST_VERSION = $(shell perl -MJSON::PP -e 'local $$/; open(my $$f, "<", "META.json") or exit 1; print decode_json(<$$f>)->{version}')
+DIST_NAME = $(EXTENSION)-$(DIST_VERSION)
+DIST_DIR ?= .
+DEB_DIR ?= build
+
+.PHONY: dist deb dist-version
+dist-version:
+	@test -n "$(DIST_VERSION)" || { echo "no version in META.json" >&2; exit 1; }
+	@git rev-parse --verify -q HEAD >/dev/null || { echo "$(CURDIR) is not a git work tree with a commit" >&2; exit 1; }
+	@git diff --quiet HEAD -- || \
+		echo "warning: uncommitted changes are not packaged (HEAD is)" >&2
+
+dist: dist-version
+	mkdir -p $(DIST_DIR)
+	git archive --format=zip --prefix=$(DIST_NAME)/ -o $(DIST_DIR)/$(DIST_NAME).zip HEAD
+	@echo "$(DIST_DIR)/$(DIST_NAME).zip"
+
+# dpkg-buildpackage -b in a fresh copy of HEAD (git archive), so that nothing
+# of the work tree's builds gets in; the .deb files are moved to $(DEB_DIR).
+# Needs devscripts' and debhelper's tools, postgresql-server-dev-all,
+# libpq-dev and libncurses-dev (.ci/run installs them).
+deb: dist-version
+	@upstream=$$(dpkg-parsechangelog -S Version | sed 's/-[^-]*$$//'); \
+	test "$$upstream" = "$(DIST_VERSION)" || \
+		{ echo "debian/changelog says $$upstream, META.json $(DIST_VERSION)" >&2; exit 1; }
+	mkdir -p $(DEB_DIR)
+	set -e; out=$$(cd $(DEB_DIR) && pwd); tmp=$$(mktemp -d "$$out/deb.XXXXXX"); \
+	trap 'rm -rf "$$tmp"' EXIT; \
+	git archive --prefix=$(DIST_NAME)/ HEAD | tar -x -C "$$tmp"; \
+	(cd "$$tmp/$(DIST_NAME)" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		dpkg-buildpackage -us -uc -b); \
+	mv -f "$$tmp"/*.deb "$$out"/; \
+	ls "$$out"/*.deb

@@ -52,9 +52,15 @@
 # HOME (an empty directory), LANG=C.UTF-8, TZ=UTC, nothing else from the
 # caller.  TAP tests also get TESTDIR (logs in $TESTDIR/tmp_check/log),
 # PG_REGRESS, PERL5LIB (PostgreSQL::Test::* and test/t), SCHEDQ_TEST_CONF
-# (the path of test/schedq.conf) and SCHEDQ_SRCDIR (the copied tree).  A new
-# TAP test is just a new test/t/NNN_name.pl: it is picked up by itself, and
-# must append shared_preload_libraries = 'schedq' to its nodes itself.
+# (the path of test/schedq.conf), SCHEDQ_SRCDIR (the copied tree) and
+# SCHEDQ_REPO (the source tree itself, for the tests that package it from
+# git: they must not write to it).  A new TAP test is just a new
+# test/t/NNN_name.pl: it is picked up by itself, and must append
+# shared_preload_libraries = 'schedq' to its nodes itself.
+# A TAP file with the line "# check.sh: run as root" (070_package.pl: it
+# installs a .deb) runs as root when check.sh does, with SCHEDQ_CHECK_USER
+# set to the OS user its servers must run as; $TESTDIR is handed back to
+# that user afterwards.
 #-------------------------------------------------------------------------
 
 set -u
@@ -448,6 +454,7 @@ run_tap_suite()
 		PERL5LIB="$PG_PERL_DIR:$WORK/test/t${PERL5LIB:+:$PERL5LIB}"
 		SCHEDQ_TEST_CONF="$WORK/test/schedq.conf"
 		SCHEDQ_SRCDIR="$WORK"
+		SCHEDQ_REPO="$SRC_DIR"
 	)
 	local v
 	for v in PG_TEST_EXTRA PG_TEST_TIMEOUT_DEFAULT PG_TEST_NOCLEAN; do
@@ -473,9 +480,19 @@ run_tap_suite()
 			continue
 		fi
 
-		run_step "$WORK/test" "$log" "${tap_env[@]}" \
-			timeout -k 30 "$t" prove -v -I "$PG_PERL_DIR" "$f"
-		rc=$?
+		if [ "${#RUN[@]}" -gt 0 ] && grep -q -x '# check.sh: run as root' "$WORK/test/$f"; then
+			local user_run=("${RUN[@]}")
+			RUN=()
+			run_step "$WORK/test" "$log" "${tap_env[@]}" SCHEDQ_CHECK_USER="$RUN_USER" \
+				timeout -k 30 "$t" prove -v -I "$PG_PERL_DIR" "$f"
+			rc=$?
+			RUN=("${user_run[@]}")
+			chown -R "$RUN_USER": "$WORK/tap"
+		else
+			run_step "$WORK/test" "$log" "${tap_env[@]}" \
+				timeout -k 30 "$t" prove -v -I "$PG_PERL_DIR" "$f"
+			rc=$?
+		fi
 		stop_leftover_servers
 
 		# Top-level assertions only; a "not ok ... # TODO" is an expected
