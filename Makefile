@@ -7,6 +7,8 @@
 #   make demo       walk through schedq on a throwaway server
 #   make bench      run the benchmarks in test/bench
 #   make bench-examples   tasks per second through the example workers
+#   make check-citus  schedq on a three-node Citus cluster (optional; builds
+#                   nothing, skips without Citus; see docs/scale-out.md)
 
 EXTENSION = schedq
 MODULE_big = schedq
@@ -90,7 +92,7 @@ schedqctl-install:
 schedqctl-clean:
 	$(SCHEDQCTL_MAKE) clean
 
-.PHONY: check demo bench bench-examples
+.PHONY: check demo bench bench-examples check-citus
 
 check:
 	$(MAKE) WERROR=1 all install
@@ -98,6 +100,12 @@ check:
 		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
+
+# Optional: schedq distributed on a local three-node Citus cluster
+# (test/citus/check.sh).  Builds and installs nothing: Citus and schedq must
+# already be installed in PG_CONFIG's server; skips when Citus is not.
+check-citus:
+	PG_CONFIG="$(PG_CONFIG)" bash test/citus/check.sh
 
 demo: all install
 	PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
