@@ -5,6 +5,8 @@
 -- shard.  schedq's own claim() cannot run on Citus yet (its kept plans are
 -- refused); these statements are what it would run.  The queues must not
 -- run dry: a claim that returns no row makes \gset abort the client.
+-- Run it with -M simple: Citus refuses a generic plan of this
+-- one-statement claim (CTE + UPDATE), even with the queue a parameter.
 \set q random(1, 8)
 WITH c AS (SELECT id FROM schedq.task
             WHERE queue = 'q:q' AND status = 'available'
