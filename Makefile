@@ -12,6 +12,8 @@
 #   make deb        the Debian package postgresql-15-schedq_VERSION-1_amd64.deb
 #                   (dpkg-buildpackage on a git archive of HEAD) in build/
 #                   (DEB_DIR)
+#   make check-citus  schedq on a three-node Citus cluster (optional; builds
+#                   nothing, skips without Citus; see docs/scale-out.md)
 
 EXTENSION = schedq
 MODULE_big = schedq
@@ -96,7 +98,7 @@ schedqctl-install:
 schedqctl-clean:
 	$(SCHEDQCTL_MAKE) clean
 
-.PHONY: check demo bench bench-examples
+.PHONY: check demo bench bench-examples check-citus
 
 check:
 	$(MAKE) WERROR=1 all install
@@ -104,6 +106,12 @@ check:
 		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
+
+# Optional: schedq distributed on a local three-node Citus cluster
+# (test/citus/check.sh).  Builds and installs nothing: Citus and schedq must
+# already be installed in PG_CONFIG's server; skips when Citus is not.
+check-citus:
+	PG_CONFIG="$(PG_CONFIG)" bash test/citus/check.sh
 
 demo: all install
 	PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
