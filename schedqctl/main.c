@@ -177,7 +177,7 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 	{
-		puts("schedqctl (schedq) 1.0");
+		puts("schedqctl (schedq) 1.1");
 		return EXIT_OK;
 	}
 	c = find_command(argv[1]);

@@ -51,6 +51,12 @@ for my $c (qw(submit cancel retry pause resume schedule unschedule worker status
 	ok($rc == 0 && $out =~ /^usage: schedqctl \Q$c\E/, "$c --help");
 }
 
+($rc, $out, $err) = ctl($node, 'app', '--version', { nod => 1 });
+is( $out,
+	'schedqctl (schedq) '
+	  . q1("SELECT default_version FROM pg_available_extensions WHERE name = 'schedq'"),
+	'--version: the version of the extension it ships with');
+
 #
 # The manual page: make install put it into pg_config --mandir/man1; it
 # renders without a warning; it has a section for every command that
