@@ -4,7 +4,8 @@
  *
  *	  One process, one thread, one poll() loop.  It holds two connections:
  *	  the control connection makes the short calls (claim, heartbeat,
- *	  complete, fail), synchronously; the wait connection only ever runs
+ *	  complete, complete_many, fail), waiting for each answer; the wait
+ *	  connection only ever runs
  *	  CALL schedq.await_task(...), sent asynchronously, so that the loop
  *	  keeps reading the programs' output, renewing leases and reaping
  *	  children while it waits for work.  await_task holds no snapshot and
@@ -16,6 +17,13 @@
  *	  (or its wait ends), then claims again.  A finished program frees a
  *	  slot and claims again at once, so with a backlog the worker never
  *	  waits.
+ *
+ *	  Round trips: the programs that have finished when the loop comes
+ *	  round are reported together.  Those that exited 0 are completed by
+ *	  one complete_many (one statement, one commit), and the claim for the
+ *	  slots they free is sent in the same libpq pipeline, each with its own
+ *	  sync point (its own transaction), so that both answers come back in
+ *	  one round trip.  Failures, rarer, are reported one fail() each.
  *
  *	  Each program runs in its own process group, with the payload on
  *	  stdin (a temporary file, so that a program that does not read it
