@@ -5,8 +5,8 @@
  *	  One process, one thread, one poll() loop.  It holds two connections:
  *	  the control connection makes the short calls (claim, heartbeat,
  *	  complete, complete_many, fail), waiting for each answer; the wait
- *	  connection only ever runs
- *	  CALL schedq.await_task(...), sent asynchronously, so that the loop
+ *	  connection only ever runs CALL schedq.await_task(...), sent
+ *	  asynchronously, so that the loop
  *	  keeps reading the programs' output, renewing leases and reaping
  *	  children while it waits for work.  await_task holds no snapshot and
  *	  no lock while it sleeps (README, "Waiting for a task").
