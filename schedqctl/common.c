@@ -171,8 +171,17 @@ ctl_connect(const char *conninfo, bool quiet)
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 	{
 		if (!quiet)
-			ctl_error("could not connect: %s",
-					  conn ? PQerrorMessage(conn) : "out of memory");
+		{
+			const char *msg = conn ? PQerrorMessage(conn) : "out of memory";
+
+			ctl_error("could not connect: %s", msg);
+			if (conn && PQconnectionNeedsPassword(conn))
+				fprintf(stderr,
+						"hint: the server asks for a password: put it in "
+						"~/.pgpass (or the file PGPASSFILE names, mode "
+						"0600), or use PGPASSWORD or a service file "
+						"(schedqctl(1), ENVIRONMENT)\n");
+		}
 		PQfinish(conn);
 		return NULL;
 	}
@@ -207,7 +216,7 @@ ctl_privilege_hint(CtlRole role, const char *user)
 			grants =
 				"GRANT USAGE ON SCHEMA schedq TO %s;\n"
 				"  GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, "
-				"schedq.complete, schedq.fail TO %s;\n"
+				"schedq.complete, schedq.complete_many, schedq.fail TO %s;\n"
 				"  GRANT EXECUTE ON PROCEDURE schedq.await_task TO %s;\n"
 				"  GRANT <submitting role> TO %s;   -- to work on its tasks\n";
 			break;

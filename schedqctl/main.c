@@ -66,7 +66,8 @@ static const CtlCommand commands[] = {
 	  "  --payload=JSON|@FILE|-   the payload of each task ({})\n"
 	  "  --timezone=TZ            time zone of the schedule (UTC)\n"
 	  "  --queue=Q                queue of each task (default)\n"
-	  "  --priority=N, --max-attempts=N, --timeout=INTERVAL as for submit\n" CONN_HELP },
+	  "  --priority=N, --max-attempts=N, --timeout=INTERVAL, --lock-key=K,\n"
+	  "  --concurrency-key=K, --caps=C1,C2   as for submit, for each task\n" CONN_HELP },
 	{ "unschedule", ctl_cmd_unschedule, "remove a periodic task",
 	  "usage: schedqctl unschedule NAME\n"
 	  "Remove a periodic task.  Exit status 5 if there is none by that name.\n\n" CONN_HELP },
@@ -148,7 +149,7 @@ ctl_usage(const char *command, bool to_stderr)
 		fprintf(out, "  %-11s %s\n", c->name, c->summary);
 	fputs("  help        show the help of a command\n\n"
 		  "schedqctl help COMMAND, or schedqctl COMMAND --help, for a "
-		  "command's options.\n\n",
+		  "command's options; man schedqctl for all of it.\n\n",
 		  out);
 	fputs(exit_help, out);
 }
@@ -176,7 +177,7 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 	{
-		puts("schedqctl (schedq) 1.0");
+		puts("schedqctl (schedq) 1.1");
 		return EXIT_OK;
 	}
 	c = find_command(argv[1]);

@@ -4,8 +4,9 @@
  *
  *	  One process, one thread, one poll() loop.  It holds two connections:
  *	  the control connection makes the short calls (claim, heartbeat,
- *	  complete, fail), synchronously; the wait connection only ever runs
- *	  CALL schedq.await_task(...), sent asynchronously, so that the loop
+ *	  complete, complete_many, fail), waiting for each answer; the wait
+ *	  connection only ever runs CALL schedq.await_task(...), sent
+ *	  asynchronously, so that the loop
  *	  keeps reading the programs' output, renewing leases and reaping
  *	  children while it waits for work.  await_task holds no snapshot and
  *	  no lock while it sleeps (README, "Waiting for a task").
@@ -16,6 +17,13 @@
  *	  (or its wait ends), then claims again.  A finished program frees a
  *	  slot and claims again at once, so with a backlog the worker never
  *	  waits.
+ *
+ *	  Round trips: the programs that have finished when the loop comes
+ *	  round are reported together.  Those that exited 0 are completed by
+ *	  one complete_many (one statement, one commit), and the claim for the
+ *	  slots they free is sent in the same libpq pipeline, each with its own
+ *	  sync point (its own transaction), so that both answers come back in
+ *	  one round trip.  Failures, rarer, are reported one fail() each.
  *
  *	  Each program runs in its own process group, with the payload on
  *	  stdin (a temporary file, so that a program that does not read it
@@ -710,24 +718,24 @@ slot_report(Worker *w, Slot *s)
 	return true;
 }
 
-/* Claim up to n tasks and start them.  Returns how many were claimed. */
-static int
-worker_claim(Worker *w, int n)
-{
-	char		nbuf[16];
-	const char *values[5] = { w->name, w->queues_param, w->caps_param, nbuf,
-							  w->lease };
-	PGresult   *res;
-	int			got;
+/* The claim: up to $4 tasks, with the seconds left of each lease. */
+static const char *const claim_sql =
+	"SELECT id, attempt, queue, kind, payload, run_id, token, "
+	"extract(epoch FROM lease_expires_at - pg_catalog.clock_timestamp()) "
+	"FROM schedq.claim($1, $2::text[], $3::text[], $4::integer, "
+	"$5::interval)";
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	res = ctl_exec(w->conn,
-				   "SELECT id, attempt, queue, kind, payload, run_id, token, "
-				   "extract(epoch FROM lease_expires_at - "
-				   "pg_catalog.clock_timestamp()) "
-				   "FROM schedq.claim($1, $2::text[], $3::text[], $4::integer, "
-				   "$5::interval)",
-				   5, values);
+/*
+ * Take the answer of a claim: start a program for each task claimed, in a
+ * free slot.  Returns how many were claimed, or -1 if the claim failed
+ * (the connection is then dropped, to be made again after a back-off).
+ * Consumes res.
+ */
+static int
+worker_claim_take(Worker *w, PGresult *res)
+{
+	int got;
+
 	if (worker_check(w, res, "claim") != 0)
 	{
 		PQclear(res);
@@ -757,8 +765,26 @@ worker_claim(Worker *w, int n)
 		char   err[256];
 		double left = atof(PQgetvalue(res, i, 7));
 
-		while (w->slots[j].used)
+		while (j < w->concurrency && w->slots[j].used)
 			j++;
+		if (j == w->concurrency || w->conn == NULL)
+		{
+			/*
+			 * No slot for it: a batch of reports was refused and the
+			 * connection broke while they were sent one by one, so their
+			 * slots are still taken.  Without a connection the task cannot
+			 * be handed back either: its lease runs out and the reaper
+			 * retries it, as after a claim whose answer was lost.
+			 */
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+					 "task %s claimed but not started (no free slot); its "
+					 "lease will expire",
+					 PQgetvalue(res, i, 0));
+			worker_log(w, "warning", msg);
+			continue;
+		}
 		s = &w->slots[j];
 		s->used = true;
 		w->running++;
@@ -787,6 +813,251 @@ worker_claim(Worker *w, int n)
 		}
 	}
 	PQclear(res);
+	return got;
+}
+
+/* Claim up to n tasks and start them.  Returns how many were claimed. */
+static int
+worker_claim(Worker *w, int n)
+{
+	char		nbuf[16];
+	const char *values[5] = { w->name, w->queues_param, w->caps_param, nbuf,
+							  w->lease };
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	return worker_claim_take(w, ctl_exec(w->conn, claim_sql, 5, values));
+}
+
+/*
+ * Send n queries in one pipeline (libpq's pipeline mode), each followed by
+ * a sync point, then read their answers: one round trip for all of them.
+ * Each query is still its own transaction, and an error in one does not
+ * abort the others.  res[i] gets the result of query i.  Returns false if
+ * the connection broke (it is then dropped; res[] is all NULL).
+ */
+static bool
+worker_pipeline(Worker *w, int n, const char *const *sql, const int *nparams,
+				const char *const *const *values, PGresult **res)
+{
+	PGconn *conn = w->conn;
+	bool	ok = PQenterPipelineMode(conn) == 1;
+
+	for (int i = 0; i < n; i++)
+		res[i] = NULL;
+	for (int i = 0; ok && i < n; i++)
+		ok = PQsendQueryParams(conn, sql[i], nparams[i], NULL, values[i], NULL,
+							   NULL, 0) == 1 &&
+			 PQpipelineSync(conn) == 1;
+	for (int i = 0; ok && i < n; i++)
+	{
+		PGresult *r;
+
+		/* The query's result, then NULL, then the sync point's. */
+		while ((r = PQgetResult(conn)) != NULL)
+		{
+			if (res[i] == NULL)
+				res[i] = r;
+			else
+				PQclear(r);
+		}
+		r = PQgetResult(conn);
+		ok = res[i] != NULL && r != NULL &&
+			 PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+		PQclear(r);
+	}
+	if (ok)
+		ok = PQexitPipelineMode(conn) == 1;
+	if (!ok || PQstatus(conn) != CONNECTION_OK)
+	{
+		char why[256];
+
+		snprintf(why, sizeof(why), "pipeline: %s", PQerrorMessage(conn));
+		why[strcspn(why, "\n")] = '\0';
+		for (int i = 0; i < n; i++)
+		{
+			PQclear(res[i]);
+			res[i] = NULL;
+		}
+		worker_disconnect(w, why);
+		return false;
+	}
+	return true;
+}
+
+/* Did the program of a finished slot end so that the task is done? */
+static bool
+slot_done(Slot *s)
+{
+	return s->killed == KILL_NONE && WIFEXITED(s->wstatus) &&
+		   WEXITSTATUS(s->wstatus) == 0;
+}
+
+/* A jsonb[] literal of results; NULL elements for no result. */
+static char *
+results_array(char **results, int n)
+{
+	CtlBuf buf;
+
+	ctl_buf_init(&buf);
+	ctl_buf_appends(&buf, "{");
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			ctl_buf_appends(&buf, ",");
+		if (results[i] == NULL)
+		{
+			ctl_buf_appends(&buf, "NULL");
+			continue;
+		}
+		ctl_buf_appends(&buf, "\"");
+		for (const char *p = results[i]; *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				ctl_buf_appends(&buf, "\\");
+			ctl_buf_append(&buf, p, 1);
+		}
+		ctl_buf_appends(&buf, "\"");
+	}
+	ctl_buf_appends(&buf, "}");
+	return buf.data;
+}
+
+/*
+ * Report every finished program and claim for the free slots, in as few
+ * round trips as the API allows.  A failure (or a task no longer ours) is
+ * reported on its own, as slot_report does.  The programs that exited 0
+ * are completed together: one complete(), or one complete_many() for
+ * several (one statement, one commit), sent in one pipeline with the claim
+ * for the slots they free, so that a task costs one round trip shared by
+ * every task that finished at the same time.  If the server refuses the
+ * batch (a result too large, say) each is reported on its own, which
+ * shrinks a result the server refuses.  Returns the number claimed, -1 if
+ * the claim failed or was not sent.
+ */
+static int
+worker_report_finished(Worker *w)
+{
+	Slot			 **done = ctl_malloc(sizeof(Slot *) * w->concurrency);
+	char			 **tokens = ctl_malloc(sizeof(char *) * w->concurrency);
+	char			 **results = ctl_malloc(sizeof(char *) * w->concurrency);
+	int				   ndone = 0;
+	int				   want = 0;
+	int				   nq = 0;
+	int				   got = -1;
+	char			   nbuf[16];
+	char			  *tokens_param = NULL;
+	char			  *results_param = NULL;
+	const char		  *sql[2];
+	int				   nparams[2];
+	const char *const *values[2];
+	const char		  *complete_values[2];
+	const char *claim_values[5] = { w->name, w->queues_param, w->caps_param,
+									nbuf, w->lease };
+	PGresult   *res[2];
+
+	memset(results, 0, sizeof(char *) * w->concurrency);
+	for (int i = 0; i < w->concurrency && w->conn != NULL; i++)
+	{
+		Slot *s = &w->slots[i];
+
+		if (!s->used || s->pid != 0)
+			continue;
+		if (slot_done(s))
+			done[ndone++] = s;
+		else if (slot_report(w, s))
+			slot_free(w, s);
+	}
+	if (w->conn == NULL)
+		goto out;
+
+	if (ndone == 1)
+	{
+		results[0] = slot_result(w, done[0], w->max_result);
+		complete_values[0] = done[0]->token;
+		complete_values[1] = results[0];
+		sql[nq] = "SELECT schedq.complete($1, $2::jsonb)";
+		nparams[nq] = 2;
+		values[nq++] = complete_values;
+	}
+	else if (ndone > 1)
+	{
+		for (int i = 0; i < ndone; i++)
+		{
+			tokens[i] = done[i]->token;
+			results[i] = slot_result(w, done[i], w->max_result);
+		}
+		tokens_param = ctl_text_array(tokens, ndone);
+		results_param = results_array(results, ndone);
+		complete_values[0] = tokens_param;
+		complete_values[1] = results_param;
+		sql[nq] = "SELECT schedq.complete_many($1::text[], $2::jsonb[])";
+		nparams[nq] = 2;
+		values[nq++] = complete_values;
+	}
+	if (!w->stopping && (w->want_claim || ndone > 0) &&
+		w->running - ndone < w->concurrency)
+	{
+		want = w->concurrency - w->running + ndone;
+		snprintf(nbuf, sizeof(nbuf), "%d", want);
+		sql[nq] = claim_sql;
+		nparams[nq] = 5;
+		values[nq++] = claim_values;
+	}
+	if (nq == 0)
+		goto out;
+	if (!worker_pipeline(w, nq, sql, nparams, values, res))
+		goto out; /* reported again after reconnecting */
+
+	if (ndone > 0)
+	{
+		int rc =
+			worker_check(w, res[0], ndone == 1 ? "complete" : "complete_many");
+
+		if (rc == 0)
+		{
+			/* "t", or "{t,f,...}": one letter per task, in order. */
+			const char *p = PQgetvalue(res[0], 0, 0);
+
+			for (int i = 0; i < ndone; i++)
+			{
+				while (*p && *p != 't' && *p != 'f')
+					p++;
+				worker_log_task(w, done[i], *p == 't' ? "done" : "stale", 0,
+								NULL);
+				if (*p)
+					p++;
+				slot_free(w, done[i]);
+			}
+		}
+		else if (rc == 2)
+		{
+			/* Refused: one at a time, each shrunk if need be. */
+			for (int i = 0; i < ndone && w->conn != NULL; i++)
+				if (slot_report(w, done[i]))
+					slot_free(w, done[i]);
+		}
+		PQclear(res[0]);
+	}
+	if (want > 0)
+	{
+		if (w->conn == NULL)
+			PQclear(res[nq - 1]);
+		else
+		{
+			got = worker_claim_take(w, res[nq - 1]);
+			if (got >= 0 && got < want)
+				w->want_claim = false;
+		}
+	}
+
+out:
+	for (int i = 0; i < ndone; i++)
+		free(results[i]);
+	free(tokens_param);
+	free(results_param);
+	free(done);
+	free(tokens);
+	free(results);
 	return got;
 }
 
@@ -1086,14 +1357,12 @@ ctl_cmd_worker(int argc, char **argv)
 
 		worker_reap(&w);
 
-		/* Finished programs: report them and free their slots. */
-		for (int i = 0; i < w.concurrency; i++)
-		{
-			Slot *s = &w.slots[i];
-
-			if (s->used && s->pid == 0 && w.conn != NULL && slot_report(&w, s))
-				slot_free(&w, s);
-		}
+		/*
+		 * Finished programs: report them, free their slots and claim for
+		 * them, in one round trip.
+		 */
+		if (w.conn != NULL)
+			worker_report_finished(&w);
 
 		if (w.stopping && w.running == 0)
 			break;

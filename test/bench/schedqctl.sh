@@ -5,8 +5,9 @@
 # for each concurrency in BENCH_CONCURRENCY:
 #   ctl  submits BENCH_TASKS no-op tasks, starts `schedqctl worker
 #        --concurrency C -- true` and times it from start until every task
-#        is done (a fork and exec of true per task, one claim per free slot,
-#        one complete per task);
+#        is done (a fork and exec of true per task; the programs that
+#        finished together completed by one complete_many, pipelined with
+#        one claim for the slots they free);
 #   sql  the SQL-level figure in the same run: pgbench -c C, one claim
 #        (n => 1) and one complete per task, no program run, for
 #        BENCH_SECONDS on a preloaded queue.
@@ -15,7 +16,8 @@
 #
 # Environment: PG_CONFIG (default PostgreSQL 15), BENCH_TASKS (2000),
 # BENCH_CONCURRENCY ("1 8"), BENCH_SECONDS (5), BENCH_SQL_TASKS (50000,
-# the preload of the SQL runs: more than they can finish).  Run as root, the server
+# the preload of the SQL runs: more than they can finish), SCHEDQCTL (the
+# binary, default: the installed one).  Run as root, the server
 # and the clients run as the OS user postgres.  Needs schedqctl installed
 # (make install).
 
@@ -26,6 +28,7 @@ BENCH_NAME=schedqctl
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 bench_check_tools initdb pg_ctl psql pgbench schedqctl
+SCHEDQCTL=${SCHEDQCTL:-$BINDIR/schedqctl}
 
 TASKS=${BENCH_TASKS:-2000}
 CONCURRENCY=${BENCH_CONCURRENCY:-1 8}
@@ -64,7 +67,7 @@ for c in $CONCURRENCY; do
 	start=$(now)
 	# Not through runuser: the worker is a client, and stop_worker must
 	# signal it, not runuser.
-	"$BINDIR/schedqctl" worker -d "host=$TMP port=$PORT dbname=$DB user=postgres" \
+	"$SCHEDQCTL" worker -d "host=$TMP port=$PORT dbname=$DB user=postgres" \
 		--concurrency "$c" -- true 2>"$TMP/worker.log" &
 	WORKER_PID=$!
 	deadline=$(($(date +%s) + 600))

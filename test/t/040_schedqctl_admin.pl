@@ -51,6 +51,52 @@ for my $c (qw(submit cancel retry pause resume schedule unschedule worker status
 	ok($rc == 0 && $out =~ /^usage: schedqctl \Q$c\E/, "$c --help");
 }
 
+($rc, $out, $err) = ctl($node, 'app', '--version', { nod => 1 });
+is( $out,
+	'schedqctl (schedq) '
+	  . q1("SELECT default_version FROM pg_available_extensions WHERE name = 'schedq'"),
+	'--version: the version of the extension it ships with');
+
+#
+# The manual page: make install put it into pg_config --mandir/man1; it
+# renders without a warning; it has a section for every command that
+# help lists, every option of every command's help, and every exit code.
+#
+{
+	my $mandir = `pg_config --mandir`;
+	chomp $mandir;
+	my $man = "$mandir/man1/schedqctl.1";
+	ok(-f $man, 'make install put schedqctl.1 into pg_config --mandir/man1');
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ 'groff', '-man', '-Tutf8', '-ww', '-z', $man ],
+		'<', '/dev/null', '>', \$o, '2>', \$e);
+	is($? >> 8, 0, 'groff renders the manual page');
+	is($e, '', 'without a warning (groff -ww)');
+	my $page = PostgreSQL::Test::Utils::slurp_file($man);
+	($rc, $out, $err) = ctl($node, 'app', 'help', { nod => 1 });
+	my @commands = $out =~ /^  ([a-z]+) {2,}\S/mg;
+	is(scalar @commands, 11, 'help lists eleven commands');
+	my (@nosection, @nooption);
+	for my $c (@commands)
+	{
+		push @nosection, $c unless $page =~ /^\.SS \Q$c\E$/m;
+		next if $c eq 'help';
+		my ($r, $help) = ctl($node, 'app', 'help', $c, { nod => 1 });
+		for my $opt ($help =~ /(--[a-z][a-z-]*)/g)
+		{
+			(my $roff = $opt) =~ s/-/\\-/g;
+			push @nooption, "$c $opt" unless index($page, $roff) >= 0;
+		}
+	}
+	is_deeply(\@nosection, [], 'the manual page has a section for every command');
+	is_deeply(\@nooption, [], 'and every option of every command\'s help');
+	my ($status) = $page =~ /^\.SH EXIT STATUS\n(.*?)^\.SH /ms;
+	is(join(',', ($status // '') =~ /^\.B (\d)$/mg), '0,1,2,3,4,5',
+		'and every exit code');
+	like($page, qr/^\.B PGPASSFILE$/m, 'and the password file');
+	like($page, qr/PGSERVICEFILE/, 'and service files');
+}
+
 #
 # submit.
 #

@@ -37,7 +37,10 @@ use Time::HiRes qw(time usleep);
 use SchedqTest;
 use SchedqCtl;
 
-my $node = ctl_node('ctl_worker');
+# pg_stat_statements counts the worker's statements in (a).
+my $node = ctl_node('ctl_worker',
+	"shared_preload_libraries = 'schedq, pg_stat_statements'\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_stat_statements');
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
 sub q1
@@ -110,13 +113,24 @@ sub wait_exit
 # (a) 1,000 shell tasks, 8 at a time.
 #
 my $runs = "$dir/runs";
+# Even ids print a JSON object, odd ones text to be wrapped, both with a
+# quote and a backslash: the results of a batch must reach their tasks.
+my $bulk_sh = script('bulk.sh', <<'EOF' =~ s/RUNS/$runs/r);
+cat >/dev/null
+echo "$SCHEDQ_TASK_ID $SCHEDQ_ATTEMPT" >> RUNS
+if [ $((SCHEDQ_TASK_ID % 2)) = 0 ]; then
+	printf '{"id": %s, "s": "a\\"b\\\\c"}' "$SCHEDQ_TASK_ID"
+else
+	printf 'id %s "q" \\ x' "$SCHEDQ_TASK_ID"
+fi
+EOF
+$node->safe_psql('postgres', 'SELECT pg_stat_statements_reset()');
 submit_as_app(
 	"SELECT count(schedq.submit('shell', payload => jsonb_build_object('i', i), queue => 'bulk')) FROM generate_series(1, 1000) i"
 );
 my $bulk = start_worker($node, 'worker',
 	[ '--queue' => 'bulk', '--concurrency' => '8', '--lease' => '30s' ],
-	[ 'sh', '-c', "cat >/dev/null; echo \"\$SCHEDQ_TASK_ID \$SCHEDQ_ATTEMPT\" >> $runs" ],
-	"$dir/bulk.log");
+	[$bulk_sh], "$dir/bulk.log");
 ok( defined poll_until(
 		$node, 'postgres',
 		"SELECT count(*) FROM schedq.task WHERE queue = 'bulk' AND status = 'done'",
@@ -132,6 +146,24 @@ is(q1("SELECT count(*) FROM schedq.task WHERE queue = 'bulk' AND attempts <> 1")
 	is(scalar(grep { $seen{$_} != 1 } keys %seen), 0, '(a) none ran twice');
 	my $ids = q1("SELECT string_agg(id::text, ',' ORDER BY id) FROM schedq.task WHERE queue = 'bulk'");
 	is(join(',', sort { $a <=> $b } keys %seen), $ids, '(a) the runs are the tasks');
+}
+is( q1(
+		q{SELECT count(*) FROM schedq.task WHERE queue = 'bulk' AND result IS DISTINCT FROM
+		  CASE WHEN id % 2 = 0 THEN jsonb_build_object('id', id, 's', 'a"b\c')
+		       ELSE jsonb_build_object('stdout', format('id %s "q" \ x', id)) END}),
+	'0',
+	'(a) each task has its own program\'s result');
+{
+	# Programs that finish together share one complete_many, and their
+	# slots one claim.
+	my ($single, $many, $claims) = split /\|/, q1(
+		q{SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.complete(%'), 0),
+		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.complete_many(%'), 0),
+		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.claim(%'), 0)
+		    FROM pg_stat_statements});
+	diag "(a) 1,000 tasks: $single complete, $many complete_many, $claims claim calls";
+	cmp_ok($many, '>', 0, '(a) finished programs are completed together (complete_many)');
+	cmp_ok($single + $many, '<', 1000, '(a) in fewer report statements than tasks');
 }
 $bulk->signal('TERM');
 is(wait_exit($bulk, 60), 0, '(a) SIGTERM on an idle worker: exit 0');
