@@ -208,7 +208,7 @@ bench_hold_snapshot() {
 		"SELECT count(*) FROM pg_class;" \
 		"\\! touch $TMP/held.$db" \
 		"SELECT pg_sleep($secs);" \
-		"COMMIT;" | psql_db "$db" >/dev/null &
+		"COMMIT;" | psql_db "$db" >/dev/null 2>&1 &
 	HOLD_PID=$!
 	for ((i = 0; i < 100; i++)); do
 		[[ -e $TMP/held.$db ]] && return 0
