@@ -23,15 +23,21 @@
 #    each BENCH_BATCH_CALLS times in one psql session (\timing, end to
 #    end over the unix socket, commit included); per round the median call.
 #
+# 3. With BENCH_PEERS=1 (needs node and `npm ci` in test/bench/peers, which
+#    pins graphile-worker 0.17.3): from Node.js, BENCH_BATCH_CALLS batches
+#    of BENCH_BATCH jobs through graphile-worker's addJobs and through
+#    schedq.submit_many (node-postgres, the JSON array as one parameter),
+#    alternating (peers/add_jobs.js); per round the median call.
+#
 # Targets (issue 14): submit >= 0.95x the raw INSERT at 16 and 32 clients;
-# submit_many of 20,000 >= 1.5x graphile-worker's addJobs (not measured
-# here: see README "Benchmarks"; the raw INSERT and COPY are the ceiling).
+# submit_many of 20,000 >= 1.5x graphile-worker's addJobs (3.; the raw
+# INSERT and COPY of 2. are the ceiling every client library shares).
 #
 # Environment (defaults in brackets):
 #   PG_CONFIG                 pg_config of the server [PostgreSQL 15]
 #   BENCH_SECONDS [10]        duration of each pgbench run
 #   BENCH_SUBMIT_CLIENTS ["16 32"]
-#   BENCH_BATCH [20000]       BENCH_BATCH_CALLS [5]
+#   BENCH_BATCH [20000]       BENCH_BATCH_CALLS [5]     BENCH_PEERS [0]
 #   BENCH_REPEAT [3]          rounds; the report gives medians of the rounds
 #                             and the median of the rounds' ratios
 #   BENCH_SYNCHRONOUS_COMMIT  [on]    BENCH_SERVER_CONF (extra conf lines)
@@ -53,12 +59,17 @@ REPEAT=${BENCH_REPEAT:-3}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
 EXTRA_CONF=${BENCH_SERVER_CONF:-}
 OUT=${BENCH_OUT:-}
+PEERS=${BENCH_PEERS:-0}
 DB=bench
 
 for v in DURATION BATCH CALLS REPEAT; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
 bench_check_tools initdb pg_ctl psql pgbench
+if [[ $PEERS == 1 ]]; then
+	command -v node >/dev/null || die "BENCH_PEERS=1 needs node"
+	[[ -d $HERE/peers/node_modules/graphile-worker ]] || die "BENCH_PEERS=1: run 'npm ci' in $HERE/peers first"
+fi
 bench_init
 bench_copy "$HERE/raw_setup.sql" "$HERE/raw_insert.sql" "$HERE/schedq_submit.sql"
 bench_start_server "synchronous_commit = $SYNC_COMMIT
@@ -100,6 +111,11 @@ DELETE FROM schedq.task;
 VACUUM (FULL, ANALYZE) schedq.task;
 TRUNCATE raw_job RESTART IDENTITY;
 VACUUM (ANALYZE) raw_job;
+DO \$\$ BEGIN
+  IF to_regclass('graphile_worker._private_jobs') IS NOT NULL THEN
+    TRUNCATE graphile_worker._private_jobs CASCADE;
+  END IF;
+END \$\$;
 CHECKPOINT;
 EOF
 }
@@ -138,6 +154,17 @@ for ((round = 1; round <= REPEAT; round++)); do
 	done
 	rows=$(psql_q -c "SELECT count(*) FROM schedq.task WHERE status = 'available'")
 	((rows == BATCH * CALLS)) || die "submit_many: $rows available tasks after $CALLS calls of $BATCH"
+	if [[ $PEERS == 1 ]]; then
+		empty_tables
+		out=$(node "$HERE/peers/add_jobs.js" "postgresql://postgres@127.0.0.1:$PORT/$DB" "$BATCH" "$CALLS") ||
+			die "peers/add_jobs.js failed"
+		gw=$(median "$(awk '$1 == "gw" { print $2 }' <<<"$out" | tr '\n' ' ')")
+		sq=$(median "$(awk '$1 == "schedq" { print $2 }' <<<"$out" | tr '\n' ' ')")
+		ALL[batch:gw]+=" $(printf '%.0f' "$(calc "$BATCH * 1000 / $gw")")"
+		ALL[batch:node]+=" $(printf '%.0f' "$(calc "$BATCH * 1000 / $sq")")"
+		ALL[bratio:gw]+=" $(printf '%.2f' "$(calc "$gw / $sq")")"
+		log "$(printf 'batch of %d from Node.js: graphile-worker addJobs %.1f ms, schedq.submit_many %.1f ms' "$BATCH" "$gw" "$sq")"
+	fi
 	ALL[bratio:insert]+=" $(printf '%.2f' "$(calc "${ALL[batch:schedq]##* } / ${ALL[batch:insert]##* }")")"
 	ALL[bratio:copy]+=" $(printf '%.2f' "$(calc "${ALL[batch:schedq]##* } / ${ALL[batch:copy]##* }")")"
 done
@@ -161,6 +188,11 @@ report() {
 	printf '  %-28s %10s   %s\n' "multi-row INSERT" "$(median "${ALL[batch:insert]}")" "${ALL[batch:insert]# }"
 	printf '  %-28s %10s   %s\n' "COPY FROM STDIN" "$(median "${ALL[batch:copy]}")" "${ALL[batch:copy]# }"
 	printf '  %-28s %10s   %s\n' "schedq.submit_many" "$(median "${ALL[batch:schedq]}")" "${ALL[batch:schedq]# }"
+	if [[ $PEERS == 1 ]]; then
+		printf '  %-28s %10s   %s\n' "Node.js: graphile-worker addJobs" "$(median "${ALL[batch:gw]}")" "${ALL[batch:gw]# }"
+		printf '  %-28s %10s   %s\n' "Node.js: schedq.submit_many" "$(median "${ALL[batch:node]}")" "${ALL[batch:node]# }"
+		echo "  Node.js submit_many / addJobs $(median "${ALL[bratio:gw]}") (rounds:${ALL[bratio:gw]}); target >= 1.5"
+	fi
 	echo "  submit_many / INSERT $(median "${ALL[bratio:insert]}") (rounds:${ALL[bratio:insert]}), / COPY $(median "${ALL[bratio:copy]}") (rounds:${ALL[bratio:copy]})"
 	echo
 	echo "  wall time $((T_END - T_START)) s; load average before $LOAD_START, after $LOAD_END"
