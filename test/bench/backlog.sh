@@ -3,7 +3,9 @@
 # history and a held xmin; retention's cost to the claims
 #
 #   BENCH_REPEAT=3 bash test/bench/backlog.sh   (after `make install`;
-#                                                ~20 minutes with the defaults)
+#                                                about 35 minutes with the
+#                                                defaults on a loaded 2-core
+#                                                machine, half of it loading)
 #
 # One throwaway server, three databases loaded once (submit_many in calls
 # of 50,000 over two sessions, bench_submit in lib.sh: the way an
