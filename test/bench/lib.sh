@@ -15,7 +15,9 @@
 #   psql_q -c "..."                     # psql -At on $DB (set DB first)
 #
 # Defines: PG_CONFIG BINDIR die log calc as_pg pick_port bench_init
-# bench_start_server bench_stop_server psql_q psql_db.
+# bench_start_server bench_stop_server psql_q psql_db, and the helpers at the
+# end: bench_copy bench_create_db median bench_submit bench_pgbench
+# bench_hold_snapshot bench_xmin_age bench_rss loadavg.
 
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 BINDIR=$("$PG_CONFIG" --bindir)
@@ -122,3 +124,110 @@ psql_db() {
 	as_pg "$BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d "$db" "$@"
 }
 psql_q() { psql_db "$DB" "$@"; }
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the measuring scripts (run.sh, submit.sh, backlog.sh,
+# soak.sh): files for the server's user, databases, loading, pgbench runs,
+# held snapshots, medians.
+# ---------------------------------------------------------------------------
+
+# bench_copy file...: copy files into $TMP, readable by the postgres OS user
+# (which need not be able to read the checkout).
+bench_copy() {
+	local f
+	cp "$@" "$TMP"/
+	for f in "$@"; do
+		chmod 0644 "$TMP/${f##*/}"
+		[[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP/${f##*/}"
+	done
+}
+
+# bench_create_db NAME [raw]: a database with schedq (and with "raw", the
+# raw queue of raw_setup.sql, which must have been copied with bench_copy).
+bench_create_db() {
+	psql_db postgres -c "CREATE DATABASE $1" >/dev/null
+	psql_db "$1" -c "CREATE EXTENSION schedq" >/dev/null
+	[[ ${2:-} != raw ]] || psql_db "$1" -f "$TMP/raw_setup.sql" >/dev/null
+}
+
+# The median of a list of numbers (empty for an empty list).
+median() {
+	tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print (m == int(m)) ? m : sprintf("%.2f", m) }'
+}
+
+# bench_submit DB N [EXPR] [CHUNK]: submit N tasks to DB with submit_many,
+# CHUNK (default 10000) a call, the calls spread over up to 4 concurrent
+# sessions (one per CPU).  EXPR is a jsonb expression of g, the task's
+# number (default: a no-op task {"kind": "noop", "payload": {"i": g}}).
+# Tasks without a gate are available when this returns.
+bench_submit() {
+	local db=$1 n=$2 expr=${3:-"jsonb_build_object('kind', 'noop', 'payload', jsonb_build_object('i', g))"}
+	local chunk=${4:-10000} sessions lo hi k p pids=() rc=0
+	local -a sql=()
+	sessions=$(nproc 2>/dev/null || echo 2)
+	((sessions <= 4)) || sessions=4
+	for ((lo = 1, k = 0; lo <= n; lo += chunk, k = (k + 1) % sessions)); do
+		hi=$((lo + chunk - 1))
+		((hi <= n)) || hi=$n
+		sql[k]+="SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg($expr ORDER BY g) FROM generate_series($lo, $hi) AS g));"$'\n'
+	done
+	for k in "${!sql[@]}"; do
+		psql_db "$db" >/dev/null <<<"${sql[k]}" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+	((rc == 0)) || die "submitting $n tasks to $db failed"
+}
+
+# bench_pgbench DB SCRIPT CLIENTS SECONDS [pgbench options]: run pgbench
+# (-M prepared, -j min(CLIENTS, 2)) with a script copied into $TMP; sets
+# PGB_TPS (transactions per second, connection time excluded) and PGB_N
+# (transactions processed).  A failed run dies with pgbench's output.
+bench_pgbench() {
+	local db=$1 script=$2 c=$3 secs=$4 out rc=0
+	shift 4
+	out=$(as_pg "$BINDIR/pgbench" -n -M prepared -h "$TMP" -p "$PORT" -U postgres \
+		-c "$c" -j $((c < 2 ? c : 2)) -T "$secs" -f "$TMP/$script" "$@" "$db" 2>&1) || rc=$?
+	PGB_TPS=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1)
+	PGB_N=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out" | head -n 1)
+	if [[ $rc != 0 || -z $PGB_TPS || -z $PGB_N || $PGB_N == 0 ]]; then
+		sed 's/^/    /' <<<"$out" >&2
+		die "pgbench $script on $db, $c client(s), failed (exit $rc)"
+	fi
+}
+
+# bench_hold_snapshot DB SECONDS: in the background, a session of DB opens a
+# REPEATABLE READ transaction, takes its snapshot (runs a query: the xmin
+# is held from then on) and keeps it SECONDS seconds.  Returns once the
+# snapshot is taken; sets HOLD_PID (wait for it, or kill it).
+bench_hold_snapshot() {
+	local db=$1 secs=$2 i
+	rm -f "$TMP/held.$db"
+	printf '%s\n' "BEGIN ISOLATION LEVEL REPEATABLE READ;" \
+		"SELECT count(*) FROM pg_class;" \
+		"\\! touch $TMP/held.$db" \
+		"SELECT pg_sleep($secs);" \
+		"COMMIT;" | psql_db "$db" >/dev/null 2>&1 &
+	HOLD_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ -e $TMP/held.$db ]] && return 0
+		sleep 0.1
+	done
+	die "the session holding a snapshot on $db did not start"
+}
+
+# bench_xmin_age DB: age of the oldest xmin a session of DB holds (a check
+# that a held snapshot really holds the horizon back), 0 if none.
+bench_xmin_age() {
+	psql_db "$1" -c "SELECT coalesce(max(age(backend_xmin)), 0) FROM pg_stat_activity
+	                  WHERE datname = '$1' AND pid <> pg_backend_pid()"
+}
+
+# bench_rss PID: "VmRSS RssAnon" of a process, in kB ("- -" once it is gone).
+bench_rss() {
+	awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { if (r == "") print "- -"; else print r, a }' \
+		"/proc/$1/status" 2>/dev/null || echo "- -"
+}
+
+loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }

@@ -57,8 +57,6 @@ SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
 EXTRA_CONF=${BENCH_SERVER_CONF:-}
 OUT=${BENCH_OUT:-}
 MAX_PRELOAD=${BENCH_MAX_PRELOAD:-3000000}
-LOAD_SESSIONS=$(nproc 2>/dev/null || echo 2)
-((LOAD_SESSIONS <= 4)) || LOAD_SESSIONS=4
 DB=bench
 
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS must be a positive integer, not '$DURATION'"
@@ -78,9 +76,7 @@ bench_init
 
 # The scripts are copied into the temp dir: the postgres OS user need not be
 # able to read the checkout.
-cp "$HERE"/*.sql "$TMP"/
-chmod 0644 "$TMP"/*.sql
-[[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP"/*.sql
+bench_copy "$HERE"/*.sql
 
 bench_start_server "synchronous_commit = $SYNC_COMMIT
 $EXTRA_CONF"
@@ -113,26 +109,15 @@ EOF
 }
 
 # Empty schedq.task, submit $1 no-op tasks with submit_many (chunks of
-# 10000, spread over LOAD_SESSIONS concurrent sessions) and wait until all
+# 10000, spread over up to 4 concurrent sessions, bench_submit in lib.sh) and wait until all
 # of them are available.
 load_schedq() {
-	local n=$1 chunk=10000 lo hi i state k pids=() rc=0
-	local -a sql=()
-	for ((lo = 1, k = 0; lo <= n; lo += chunk, k = (k + 1) % LOAD_SESSIONS)); do
-		hi=$((lo + chunk - 1))
-		((hi <= n)) || hi=$n
-		sql[k]+="SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(jsonb_build_object('kind', 'noop', 'payload', jsonb_build_object('i', g)) ORDER BY g) FROM generate_series($lo, $hi) AS g));"$'\n'
-	done
+	local n=$1 i state
 	psql_q >/dev/null <<EOF
 DELETE FROM schedq.task;
 VACUUM (FULL, ANALYZE) schedq.task;
 EOF
-	for k in "${!sql[@]}"; do
-		psql_q >/dev/null <<<"${sql[k]}" &
-		pids+=($!)
-	done
-	for k in "${pids[@]}"; do wait "$k" || rc=$?; done
-	((rc == 0)) || die "submitting the preload failed"
+	bench_submit "$DB" "$n"
 	for ((i = 0; i < 600; i++)); do
 		state=$(psql_q -c "SELECT count(*) FILTER (WHERE status = 'available') || ' ' || count(*) FROM schedq.task")
 		[[ $state == "$n $n" ]] && break
@@ -210,12 +195,6 @@ preload_size() { # system variant clients
 	echo "$n"
 }
 
-# The median of a list of numbers (empty for an empty list).
-median() {
-	tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print (m == int(m)) ? m : sprintf("%.2f", m) }'
-}
-
 # Run pgbench for one (system, variant, clients); fill RATE/LAT/CHECK.
 run_one() {
 	local sys=$1 var=$2 c=$3 preload=${4:-} attempt=${5:-1}
@@ -286,7 +265,6 @@ run_one() {
 		"$sys" "$var" "$c" "${RATE[$key]}" "$lat" "${CHECK[$key]}")"
 }
 
-loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
 declare -A ALL_RAW ALL_SCHEDQ ALL_RATIO # per variant:clients, one value per round

@@ -93,7 +93,14 @@
 #
 # Environment (defaults in brackets):
 #   PG_CONFIG                 pg_config of the server [PostgreSQL 15]
-#   BENCH_ONLY                which parts to run, e.g. "1 2" ["1 2 3 4"]
+#   BENCH_ONLY                which parts to run, e.g. "1 2" ["1 2 3 4"];
+#                             "3a": only part 3 a), the version-major gated
+#                             drain and its ungated baseline (issue 14's
+#                             target 5: gated >= 0.5x ungated), repeated
+#                             BENCH_REPEAT times interleaved (gated, ungated,
+#                             gated, ...): the report adds the medians and
+#                             the median of the rounds' ratios
+#   BENCH_REPEAT [1]          rounds of 3 a) (gated drain + ungated baseline)
 #   BENCH_LAT_TASKS [2000]    BENCH_LAT_GAP_MS [5]
 #   BENCH_DUE_TASKS [200]     BENCH_DUE_GAP_MS [30]    BENCH_DUE_DELAY_MS [1000]
 #   BENCH_LOCK_KEYS [1000]    BENCH_VERSIONS [100]     BENCH_CONC_KEYS [10]
@@ -153,13 +160,17 @@ for v in LAT_TASKS LAT_GAP_MS DUE_TASKS DUE_GAP_MS DUE_DELAY_MS LOCK_KEYS VERSIO
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "BENCH_$v must be a positive integer, not '${!v}'"
 done
 for p in $ONLY; do
-	[[ $p =~ ^[1-4]$ ]] || die "BENCH_ONLY lists parts 1 to 4, not '$ONLY'"
+	[[ $p =~ ^([1-4]|3a)$ ]] || die "BENCH_ONLY lists parts 1 to 4 (or 3a), not '$ONLY'"
 done
+REPEAT=${BENCH_REPEAT:-1}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, not '$REPEAT'"
 [[ $KEYMAJOR_VERSIONS =~ ^[0-9]+$ ]] || die "BENCH_KEYMAJOR_VERSIONS must be a number, not '$KEYMAJOR_VERSIONS'"
 # most gated tasks that may be available or running at once
 MAX_ACTIVE=$((CONC_KEYS * CONC_LIMIT))
 ((LOCK_KEYS >= MAX_ACTIVE)) || MAX_ACTIVE=$LOCK_KEYS
-runs() { [[ " $ONLY " == *" $1 "* ]]; }
+# part 3 runs for "3" and for "3a" (which skips the key-major drain and b)
+runs() { [[ " $ONLY " == *" $1 "* ]] || { [[ $1 == 3 ]] && [[ " $ONLY " == *" 3a "* ]]; }; }
+only_3a() { [[ " $ONLY " == *" 3a "* && " $ONLY " != *" 3 "* ]]; }
 bench_check_tools initdb pg_ctl psql pgbench
 for f in auto_explain pg_stat_statements; do
 	[[ -f $("$PG_CONFIG" --pkglibdir)/$f.so ]] || die "$f is not installed (PostgreSQL's contrib)"
@@ -780,18 +791,24 @@ if runs 3; then
 	scheduler on
 	psql_q -c "SELECT count(schedq.set_concurrency_limit('c' || i, $CONC_LIMIT)) FROM generate_series(0, $((CONC_KEYS - 1))) AS i" >/dev/null
 
-	# a) gated drains with the live scheduler
-	gated_run gated version "$VERSIONS"
-	((KEYMAJOR_VERSIONS == 0)) || gated_run keymajor key "$KEYMAJOR_VERSIONS"
-
-	# a) baseline: the same workers, the same number of ungated tasks
-	reset_queues
-	submit_tasks "$GATED" 10000 2 "jsonb_build_object('kind', 'plain')"
-	psql_q -c "VACUUM (ANALYZE) schedq.task" >/dev/null
-	drain plain
-	log "ungated: ${R[drain_done:plain]} done in ${R[drain_s:plain]} s ($(rate "$GATED" "${R[drain_s:plain]}") tasks/s)"
-	[[ ${R[drain_done:plain]} == "$GATED of $GATED" ]] || problem "ungated drain: only ${R[drain_done:plain]} tasks done"
-
+	# a) gated drains with the live scheduler, and the baseline: the same
+	# workers, the same number of ungated tasks; BENCH_REPEAT rounds
+	for ((round = 1; round <= REPEAT; round++)); do
+		((REPEAT == 1)) || log "3a: round $round of $REPEAT"
+		gated_run gated version "$VERSIONS"
+		((KEYMAJOR_VERSIONS == 0 || round > 1)) || only_3a || gated_run keymajor key "$KEYMAJOR_VERSIONS"
+		reset_queues
+		submit_tasks "$GATED" 10000 2 "jsonb_build_object('kind', 'plain')"
+		psql_q -c "VACUUM (ANALYZE) schedq.task" >/dev/null
+		drain plain
+		log "ungated: ${R[drain_done:plain]} done in ${R[drain_s:plain]} s ($(rate "$GATED" "${R[drain_s:plain]}") tasks/s)"
+		[[ ${R[drain_done:plain]} == "$GATED of $GATED" ]] || problem "ungated drain: only ${R[drain_done:plain]} tasks done"
+		R[rounds_gated]+=" $(rate "$GATED" "${R[drain_s:gated]}")"
+		R[rounds_plain]+=" $(rate "$GATED" "${R[drain_s:plain]}")"
+		R[rounds_ratio]+=" $(awk "BEGIN { printf \"%.2f\", ${R[drain_s:plain]} / ${R[drain_s:gated]} }")"
+	done
+fi
+if runs 3 && ! only_3a; then
 	# b) pure promotion passes, scheduler disabled
 	scheduler off
 	for kind in future futlock; do
@@ -960,12 +977,17 @@ report() {
 		done
 		echo "      (version-major: all keys' version 1, then all keys' version 2, ...; key-major: all versions of"
 		echo "      one key, then the next key's)"
+		echo "      gated / ungated, $REPEAT round(s), interleaved: median gated $(median "${R[rounds_gated]}") tasks/s,"
+		echo "        ungated $(median "${R[rounds_plain]}") tasks/s, ratio $(median "${R[rounds_ratio]}") (rounds:${R[rounds_ratio]}); target >= 0.5"
+		echo "        (the table above and the profile below are the last round's)"
 		if [[ -n ${R[profile:gated]:-} ]]; then
 			echo "      Where the time went during the version-major drain (pg_stat_statements, track = all, every backend"
 			echo "      and the scheduler; the claim's time includes its waits; top 8 by total time):"
 			printf '   %8s %8s %9s %8s  %s\n' calls total_s mean_ms blks/call statement
 			echo "${R[profile:gated]}"
 		fi
+	fi
+	if runs 3 && ! only_3a; then
 		echo "   b) Passes by hand, scheduler disabled: SELECT schedq._promote_once(now() + '2 years') until none is left,"
 		echo "      one autocommit transaction per pass (up to $PROMOTE_BATCH tasks each), $PROMOTE_TASKS tasks due next year; psql wall time"
 		printf '      %-42s %8s %9s  %s\n' "" seconds tasks/s "after"
@@ -1054,10 +1076,14 @@ report() {
 	if runs 3; then
 		printf '  %-36s %-38s %-44s %s\n' "3a. gated drain, $GATED tasks" "$(rate "$GATED" "${R[drain_s:gated]}") tasks/s (${R[drain_s:gated]} s)" \
 			"ungated: $(rate "$GATED" "${R[drain_s:plain]}") tasks/s (${R[drain_s:plain]} s)" "-"
+		printf '  %-36s %-38s %-44s %s\n' "    gated/ungated, $REPEAT round(s)" "median ratio $(median "${R[rounds_ratio]}")" \
+			"rounds:${R[rounds_ratio]}" ">= 0.5: $(ok_if "$(median "${R[rounds_ratio]}") >= 0.5")"
 		if [[ -n ${R[drain_s:keymajor]:-} ]]; then
 			printf '  %-36s %-38s %-44s %s\n' "    key-major order, ${R[n:keymajor]} tasks" "$(rate "${R[n:keymajor]}" "${R[drain_s:keymajor]}") tasks/s, active $(cut -d' ' -f1 <<<"${R[active:keymajor]}") of $MAX_ACTIVE" \
 				"version-major: active $(cut -d' ' -f1 <<<"${R[active:gated]}") of $MAX_ACTIVE" "-"
 		fi
+	fi
+	if runs 3 && ! only_3a; then
 		printf '  %-36s %-38s %-44s %s\n' "3b. promotion passes, ungated" "$(rate "$PROMOTE_TASKS" "${R[promote_s:future]}") tasks/s" \
 			"raw UPDATE: $(rate "$PROMOTE_TASKS" "${R[promote_s:raw]}") rows/s" "-"
 		printf '  %-36s %-38s %-44s %s\n' "    promotion passes, lock keys" "$(rate "$PROMOTE_TASKS" "${R[promote_s:futlock]}") tasks/s judged" "(same baseline)" "-"
