@@ -308,8 +308,11 @@ static SchedqQuery q_many = SCHEDQ_QUERY(
  * The batch path of submit_many: the elements that need no other row
  * (no dedup_key, run_id, depends_on or budgets) in one INSERT ... SELECT
  * over arrays of their checked options, one array per column, in array
- * order.  required_caps, an array per element, travels as its text (NULL
- * for none).  The status is decided in C, as submit_one decides it.
+ * order.  The arrays are unnested in the select list, in lockstep and
+ * without a tuplestore, so the rows (and the ids drawn for them, and the
+ * ids returned) come in array order.  required_caps, an array per
+ * element, travels as its text (NULL for none).  The status is decided in
+ * C, as submit_one decides it.
  */
 enum
 {
@@ -348,11 +351,12 @@ static SchedqQuery q_insert_many = SCHEDQ_QUERY(
 	" SELECT kind, payload, queue, priority, run_at, max_attempts, timeout,"
 	"   lock_key, version, concurrency_key,"
 	"   coalesce(required_caps::text[], '{}'), cost, status, $14::regrole"
-	" FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-	"   WITH ORDINALITY AS u(kind, payload, queue, priority, run_at,"
-	"   max_attempts, timeout, lock_key, version, concurrency_key,"
-	"   required_caps, cost, status, ord)"
-	" ORDER BY ord RETURNING id",
+	" FROM (SELECT unnest($1) kind, unnest($2) payload, unnest($3) queue,"
+	"   unnest($4) priority, unnest($5) run_at, unnest($6) max_attempts,"
+	"   unnest($7) timeout, unnest($8) lock_key, unnest($9) version,"
+	"   unnest($10) concurrency_key, unnest($11) required_caps,"
+	"   unnest($12) cost, unnest($13) status) u"
+	" RETURNING id",
 	TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
 	TIMESTAMPTZARRAYOID, INT4ARRAYOID, INTERVALARRAYOID, TEXTARRAYOID,
 	INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, NUMERICARRAYOID, TEXTARRAYOID,
