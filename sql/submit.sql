@@ -114,3 +114,13 @@ SELECT * FROM schedq.submit_many('[{"kind": "ok"}, {"kind": "ok", "budgets": ["n
 SELECT * FROM schedq.submit_many('[{"kind": "ok"}, {"kind": "ok", "depends_on": [999999]}, {"kind": "ok"}]');
 SELECT * FROM schedq.submit_many('[{"kind": "ok", "dedup_key": "z"}, {"kind": "ok"}, {"kind": "ok", "cost": -1}]');
 SELECT count(*) FROM schedq.task;
+-- A large batch goes in several statements, still in order.
+CREATE TEMP TABLE bulk AS
+SELECT s.id, s.ord FROM schedq.submit_many((SELECT jsonb_agg(jsonb_build_object(
+         'kind', 'bulk', 'payload', jsonb_build_object('i', i)) ORDER BY i)
+         FROM generate_series(1, 25001) i)) WITH ORDINALITY AS s(id, ord);
+SELECT count(*) AS n, count(*) FILTER (WHERE b.id > b.prev) AS increasing,
+       count(*) FILTER (WHERE (t.payload->>'i')::int = b.ord) AS in_order,
+       count(*) FILTER (WHERE t.status = 'available') AS available
+  FROM (SELECT id, ord, lag(id) OVER (ORDER BY ord) AS prev FROM bulk) b
+  JOIN schedq.task t USING (id);

@@ -3,10 +3,12 @@
  *	  schedq.submit, schedq.submit_sql and schedq.submit_many.
  *
  * All three check their arguments, then go through submit_one, which
- * inserts one row.  A task with no gating constraint (no future run_at, no
- * depends_on, no lock_key, no concurrency_key) is inserted 'available'
- * directly, as promotion would have made it; any other starts 'pending'
- * and is left to the scheduler's promotion loop.
+ * inserts one row; submit_many inserts its elements that need no other
+ * row (the common case) together, with submit_batch.  A task with no
+ * gating constraint (no future run_at, no depends_on, no lock_key, no
+ * concurrency_key) is inserted 'available' directly, as promotion would
+ * have made it; any other starts 'pending' and is left to the scheduler's
+ * promotion loop.
  *
  * dedup_key: the unique partial index task_dedup_idx holds at most one
  * live task per owner and key; INSERT ... ON CONFLICT DO NOTHING waits for
@@ -312,8 +314,11 @@ static SchedqQuery q_many = SCHEDQ_QUERY(
  * without a tuplestore, so the rows (and the ids drawn for them, and the
  * ids returned) come in array order.  required_caps, an array per
  * element, travels as its text (NULL for none).  The status is decided in
- * C, as submit_one decides it.
+ * C, as submit_one decides it.  At most SUBMIT_BATCH_MAX elements go in
+ * one statement, which bounds the size of its arrays.
  */
+#define SUBMIT_BATCH_MAX 10000 /* most elements per statement */
+
 enum
 {
 	MANY_KIND,
@@ -541,6 +546,11 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 		if (!submit_needs_one(o))
 		{
 			batch[nbatch++] = (int) row;
+			if (nbatch == SUBMIT_BATCH_MAX)
+			{
+				submit_batch(&call, opts, batch, nbatch, ids);
+				nbatch = 0;
+			}
 			continue;
 		}
 		submit_batch(&call, opts, batch, nbatch, ids);
