@@ -286,25 +286,68 @@ schedq_submit_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
-static SchedqQuery q_many_check = SCHEDQ_QUERY(
-	"SELECT e.ord, jsonb_typeof(e.elem), k.key"
-	" FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord)"
-	" LEFT JOIN LATERAL (SELECT key FROM jsonb_object_keys("
-	"     CASE jsonb_typeof(e.elem) WHEN 'object' THEN e.elem"
-	"     ELSE '{}' END) key WHERE key <> ALL ($2) LIMIT 1) k ON true"
-	" WHERE jsonb_typeof(e.elem) <> 'object' OR k.key IS NOT NULL"
-	" ORDER BY e.ord LIMIT 1",
-	JSONBOID, TEXTARRAYOID);
+/* The elements, in array order; every one is an object (many_check). */
 static SchedqQuery q_many = SCHEDQ_QUERY(
-	"SELECT r.* FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord),"
-	" LATERAL jsonb_to_record(e.elem) AS r(kind text, payload jsonb,"
+	"SELECT r.* FROM jsonb_to_recordset($1) AS r(kind text, payload jsonb,"
 	"   queue text, priority integer, run_at timestamptz,"
 	"   max_attempts integer, timeout interval, lock_key text,"
 	"   version bigint, concurrency_key text, required_caps text[],"
 	"   budgets text[], cost numeric, run_id bigint,"
-	"   depends_on bigint[], dedup_key text)"
-	" ORDER BY e.ord",
+	"   depends_on bigint[], dedup_key text)",
 	JSONBOID);
+
+/*
+ * An error for the first element of tasks that is not an object or has a
+ * key that is not an argument name of submit (its first such key, in the
+ * object's key order, as jsonb_object_keys lists them).
+ */
+static void
+many_check(Jsonb *tasks)
+{
+	JsonbIterator	  *it = JsonbIteratorInit(&tasks->root);
+	JsonbValue		   elem;
+	JsonbIteratorToken tok;
+	int64			   ord = 0;
+
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		JsonbIterator	  *keys;
+		JsonbValue		   key;
+		JsonbIteratorToken ktok;
+
+		if (tok != WJB_ELEM)
+			continue;
+		ord++;
+		if (elem.type != jbvBinary ||
+			!JsonContainerIsObject(elem.val.binary.data))
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("element " INT64_FORMAT
+						   " of tasks is a JSON %s, not an object",
+						   ord, JsonbTypeName(&elem)));
+		keys = JsonbIteratorInit(elem.val.binary.data);
+		while ((ktok = JsonbIteratorNext(&keys, &key, true)) != WJB_DONE)
+		{
+			bool known = false;
+
+			if (ktok != WJB_KEY)
+				continue;
+			for (int i = 0; i < TASK_NUM_OPTIONS && !known; i++)
+				known = strlen(schedq_task_option_names[i]) ==
+							(size_t) key.val.string.len &&
+						memcmp(schedq_task_option_names[i], key.val.string.val,
+							   key.val.string.len) == 0;
+			if (!known)
+				ereport(
+					ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("element " INT64_FORMAT
+						   " of tasks has unknown key \"%s\"",
+						   ord,
+						   pnstrdup(key.val.string.val, key.val.string.len)),
+					errhint(
+						"The keys are the argument names of schedq.submit."));
+		}
+	}
+}
 
 /*
  * The batch path of submit_many: the elements that need no other row
@@ -489,8 +532,7 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 	ReturnSetInfo	  *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SchedqCall		   call;
 	SPITupleTable	  *rows;
-	Datum			   values[2];
-	Datum			  *names;
+	Datum			   values[1];
 	uint64			   n;
 	SchedqTaskOptions *opts;
 	Datum			  *ids;
@@ -503,31 +545,9 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	names = palloc(TASK_NUM_OPTIONS * sizeof(Datum));
-	for (int i = 0; i < TASK_NUM_OPTIONS; i++)
-		names[i] = CStringGetTextDatum(schedq_task_option_names[i]);
-	values[0] = JsonbPGetDatum(tasks);
-	values[1] =
-		PointerGetDatum(construct_array(names, TASK_NUM_OPTIONS, TEXTOID, -1,
-										false, TYPALIGN_INT));
-
 	schedq_call_begin(&call);
-	if (schedq_run(&q_many_check, values, NULL, 0, SPI_OK_SELECT) > 0)
-	{
-		HeapTuple tuple = SPI_tuptable->vals[0];
-		TupleDesc desc = SPI_tuptable->tupdesc;
-		char	 *ord = SPI_getvalue(tuple, desc, 1);
-		char	 *key = SPI_getvalue(tuple, desc, 3);
-
-		if (key == NULL)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("element %s of tasks is a JSON %s, not an object",
-						   ord, SPI_getvalue(tuple, desc, 2)));
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("element %s of tasks has unknown key \"%s\"", ord, key),
-				errhint("The keys are the argument names of schedq.submit."));
-	}
-
+	many_check(tasks);
+	values[0] = JsonbPGetDatum(tasks);
 	n = schedq_run(&q_many, values, NULL, 0, SPI_OK_SELECT);
 	rows = SPI_tuptable; /* keep it: the inserts run more queries */
 	opts = palloc((n + 1) * sizeof(SchedqTaskOptions));
