@@ -3,10 +3,12 @@
  *	  schedq.submit, schedq.submit_sql and schedq.submit_many.
  *
  * All three check their arguments, then go through submit_one, which
- * inserts one row.  A task with no gating constraint (no future run_at, no
- * depends_on, no lock_key, no concurrency_key) is inserted 'available'
- * directly, as promotion would have made it; any other starts 'pending'
- * and is left to the scheduler's promotion loop.
+ * inserts one row; submit_many inserts its elements that need no other
+ * row (the common case) together, with submit_batch.  A task with no
+ * gating constraint (no future run_at, no depends_on, no lock_key, no
+ * concurrency_key) is inserted 'available' directly, as promotion would
+ * have made it; any other starts 'pending' and is left to the scheduler's
+ * promotion loop.
  *
  * dedup_key: the unique partial index task_dedup_idx holds at most one
  * live task per owner and key; INSERT ... ON CONFLICT DO NOTHING waits for
@@ -24,7 +26,9 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "call.h"
@@ -282,25 +286,229 @@ schedq_submit_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
-static SchedqQuery q_many_check = SCHEDQ_QUERY(
-	"SELECT e.ord, jsonb_typeof(e.elem), k.key"
-	" FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord)"
-	" LEFT JOIN LATERAL (SELECT key FROM jsonb_object_keys("
-	"     CASE jsonb_typeof(e.elem) WHEN 'object' THEN e.elem"
-	"     ELSE '{}' END) key WHERE key <> ALL ($2) LIMIT 1) k ON true"
-	" WHERE jsonb_typeof(e.elem) <> 'object' OR k.key IS NOT NULL"
-	" ORDER BY e.ord LIMIT 1",
-	JSONBOID, TEXTARRAYOID);
+/* The elements, in array order; every one is an object (many_check). */
 static SchedqQuery q_many = SCHEDQ_QUERY(
-	"SELECT r.* FROM jsonb_array_elements($1) WITH ORDINALITY e(elem, ord),"
-	" LATERAL jsonb_to_record(e.elem) AS r(kind text, payload jsonb,"
+	"SELECT r.* FROM jsonb_to_recordset($1) AS r(kind text, payload jsonb,"
 	"   queue text, priority integer, run_at timestamptz,"
 	"   max_attempts integer, timeout interval, lock_key text,"
 	"   version bigint, concurrency_key text, required_caps text[],"
 	"   budgets text[], cost numeric, run_id bigint,"
-	"   depends_on bigint[], dedup_key text)"
-	" ORDER BY e.ord",
+	"   depends_on bigint[], dedup_key text)",
 	JSONBOID);
+
+/*
+ * An error for the first element of tasks that is not an object or has a
+ * key that is not an argument name of submit (its first such key, in the
+ * object's key order, as jsonb_object_keys lists them).
+ */
+static void
+many_check(Jsonb *tasks)
+{
+	JsonbIterator	  *it = JsonbIteratorInit(&tasks->root);
+	JsonbValue		   elem;
+	JsonbIteratorToken tok;
+	int64			   ord = 0;
+
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		JsonbIterator	  *keys;
+		JsonbValue		   key;
+		JsonbIteratorToken ktok;
+
+		if (tok != WJB_ELEM)
+			continue;
+		ord++;
+		if (elem.type != jbvBinary ||
+			!JsonContainerIsObject(elem.val.binary.data))
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("element " INT64_FORMAT
+						   " of tasks is a JSON %s, not an object",
+						   ord, JsonbTypeName(&elem)));
+		keys = JsonbIteratorInit(elem.val.binary.data);
+		while ((ktok = JsonbIteratorNext(&keys, &key, true)) != WJB_DONE)
+		{
+			bool known = false;
+
+			if (ktok != WJB_KEY)
+				continue;
+			for (int i = 0; i < TASK_NUM_OPTIONS && !known; i++)
+				known = strlen(schedq_task_option_names[i]) ==
+							(size_t) key.val.string.len &&
+						memcmp(schedq_task_option_names[i], key.val.string.val,
+							   key.val.string.len) == 0;
+			if (!known)
+				ereport(
+					ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("element " INT64_FORMAT
+						   " of tasks has unknown key \"%s\"",
+						   ord,
+						   pnstrdup(key.val.string.val, key.val.string.len)),
+					errhint(
+						"The keys are the argument names of schedq.submit."));
+		}
+	}
+}
+
+/*
+ * The batch path of submit_many: the elements that need no other row
+ * (no dedup_key, run_id, depends_on or budgets) in one INSERT ... SELECT
+ * over arrays of their checked options, one array per column, in array
+ * order.  The arrays are unnested in the select list, in lockstep and
+ * without a tuplestore, so the rows (and the ids drawn for them, and the
+ * ids returned) come in array order.  required_caps, an array per
+ * element, travels as its text (NULL for none).  The status is decided in
+ * C, as submit_one decides it.  At most SUBMIT_BATCH_MAX elements go in
+ * one statement, which bounds the size of its arrays.
+ */
+#define SUBMIT_BATCH_MAX 10000 /* most elements per statement */
+
+enum
+{
+	MANY_KIND,
+	MANY_PAYLOAD,
+	MANY_QUEUE,
+	MANY_PRIORITY,
+	MANY_RUN_AT,
+	MANY_MAX_ATTEMPTS,
+	MANY_TIMEOUT,
+	MANY_LOCK_KEY,
+	MANY_VERSION,
+	MANY_CONCURRENCY_KEY,
+	MANY_REQUIRED_CAPS,
+	MANY_COST,
+	MANY_STATUS,
+	MANY_NUM_COLUMNS
+};
+
+/* The option each column holds (-1: not an option). */
+static const int many_column_option[MANY_NUM_COLUMNS] = {
+	OPT_KIND,	 OPT_PAYLOAD,		  OPT_QUEUE,   OPT_PRIORITY,
+	OPT_RUN_AT,	 OPT_MAX_ATTEMPTS,	  OPT_TIMEOUT, OPT_LOCK_KEY,
+	OPT_VERSION, OPT_CONCURRENCY_KEY, -1,		   OPT_COST,
+	-1,
+};
+static const Oid many_column_type[MANY_NUM_COLUMNS] = {
+	TEXTOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT4OID, INTERVALOID,
+	TEXTOID, INT8OID,  TEXTOID, TEXTOID, NUMERICOID,	 TEXTOID,
+};
+
+static SchedqQuery q_insert_many = SCHEDQ_QUERY(
+	"INSERT INTO schedq.task (kind, payload, queue, priority, run_at,"
+	" max_attempts, timeout, lock_key, version, concurrency_key,"
+	" required_caps, cost, status, owner)"
+	" SELECT kind, payload, queue, priority, run_at, max_attempts, timeout,"
+	"   lock_key, version, concurrency_key,"
+	"   coalesce(required_caps::text[], '{}'), cost, status, $14::regrole"
+	" FROM (SELECT unnest($1) kind, unnest($2) payload, unnest($3) queue,"
+	"   unnest($4) priority, unnest($5) run_at, unnest($6) max_attempts,"
+	"   unnest($7) timeout, unnest($8) lock_key, unnest($9) version,"
+	"   unnest($10) concurrency_key, unnest($11) required_caps,"
+	"   unnest($12) cost, unnest($13) status) u"
+	" RETURNING id",
+	TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
+	TIMESTAMPTZARRAYOID, INT4ARRAYOID, INTERVALARRAYOID, TEXTARRAYOID,
+	INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, NUMERICARRAYOID, TEXTARRAYOID,
+	OIDOID);
+
+/*
+ * Does this element (checked options) need submit_one: a query of its
+ * own, or a row another element may have made?
+ */
+static bool
+submit_needs_one(const SchedqTaskOptions *opts)
+{
+	ArrayType *budgets = DatumGetArrayTypeP(opts->v[OPT_BUDGETS]);
+	ArrayType *deps = DatumGetArrayTypeP(opts->v[OPT_DEPENDS_ON]);
+
+	return !opts->null[OPT_DEDUP_KEY] || !opts->null[OPT_RUN_ID] ||
+		   ArrayGetNItems(ARR_NDIM(budgets), ARR_DIMS(budgets)) > 0 ||
+		   ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0;
+}
+
+/*
+ * Insert the elements rows[0..n-1] of opts (checked, none needing
+ * submit_one) with one statement, in that order; their ids go to
+ * ids[rows[i]].  Arranges their wake-ups as submit_one does.
+ */
+static void
+submit_batch(SchedqCall *call, SchedqTaskOptions *opts, const int *rows, int n,
+			 Datum *ids)
+{
+	Datum values[MANY_NUM_COLUMNS + 1];
+	bool  any_gated = false;
+	bool  isnull;
+	int	  lb = 1;
+
+	if (n == 0)
+		return;
+
+	for (int c = 0; c < MANY_NUM_COLUMNS; c++)
+	{
+		Datum *elems = palloc(n * sizeof(Datum));
+		bool  *nulls = palloc(n * sizeof(bool));
+		int16  typlen;
+		bool   typbyval;
+		char   typalign;
+
+		for (int i = 0; i < n; i++)
+		{
+			SchedqTaskOptions *o = &opts[rows[i]];
+			int				   opt = many_column_option[c];
+
+			nulls[i] = false;
+			if (opt >= 0)
+			{
+				elems[i] = o->v[opt];
+				nulls[i] = o->null[opt];
+			}
+			else if (c == MANY_STATUS)
+			{
+				bool gated = schedq_task_options_gated(o);
+
+				elems[i] = CStringGetTextDatum(
+					schedq_task_status_names[gated ? TASK_PENDING :
+													 TASK_AVAILABLE]);
+				if (gated)
+					any_gated = true;
+				else
+					schedq_task_available_at_commit(
+						TextDatumGetCString(o->v[OPT_QUEUE]),
+						DatumGetArrayTypeP(o->v[OPT_REQUIRED_CAPS]),
+						DatumGetInt32(o->v[OPT_PRIORITY]),
+						DatumGetTimestampTz(o->v[OPT_RUN_AT]),
+						PG_INT64_MIN /* the ids are not drawn yet */);
+			}
+			else
+			{
+				ArrayType *caps = DatumGetArrayTypeP(o->v[OPT_REQUIRED_CAPS]);
+
+				Assert(c == MANY_REQUIRED_CAPS);
+				nulls[i] = ArrayGetNItems(ARR_NDIM(caps), ARR_DIMS(caps)) == 0;
+				if (!nulls[i])
+					elems[i] = CStringGetTextDatum(
+						OidOutputFunctionCall(F_ARRAY_OUT,
+											  PointerGetDatum(caps)));
+			}
+		}
+		get_typlenbyvalalign(many_column_type[c], &typlen, &typbyval,
+							 &typalign);
+		values[c] = PointerGetDatum(
+			construct_md_array(elems, nulls, 1, &n, &lb, many_column_type[c],
+							   typlen, typbyval, typalign));
+	}
+	values[MANY_NUM_COLUMNS] = ObjectIdGetDatum(call->caller);
+	if (any_gated)
+		schedq_wake_scheduler_at_commit();
+
+	if (schedq_run(&q_insert_many, values, NULL, 0, SPI_OK_INSERT_RETURNING) !=
+		n)
+		elog(ERROR, "submit_many inserted " UINT64_FORMAT " tasks of %d",
+			 SPI_processed, n);
+	for (int i = 0; i < n; i++)
+		ids[rows[i]] = SPI_getbinval(SPI_tuptable->vals[i],
+									 SPI_tuptable->tupdesc, 1, &isnull);
+	schedq_count(METRIC_TASKS_SUBMITTED, n);
+}
 
 PG_FUNCTION_INFO_V1(schedq_submit_many);
 
@@ -309,17 +517,27 @@ PG_FUNCTION_INFO_V1(schedq_submit_many);
  * argument names of submit; absent keys and JSON nulls take submit's
  * defaults.  Returns the ids in the order of the array.  One statement,
  * so all or none of the tasks are submitted.
+ *
+ * Each element is checked in array order, as submit checks it.  The
+ * elements that need no other row (no dedup_key, run_id, depends_on or
+ * budgets: the common case) are inserted together by submit_batch; an
+ * element that does goes through submit_one, after the batch of the
+ * elements before it, so ids are drawn in array order and an element may
+ * depend on (or share a dedup_key with) an earlier one of the same call.
  */
 Datum
 schedq_submit_many(PG_FUNCTION_ARGS)
 {
-	Jsonb		  *tasks = PG_GETARG_JSONB_P(0);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SchedqCall	   call;
-	SPITupleTable *rows;
-	Datum		   values[2];
-	Datum		  *names;
-	uint64		   n;
+	Jsonb			  *tasks = PG_GETARG_JSONB_P(0);
+	ReturnSetInfo	  *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedqCall		   call;
+	SPITupleTable	  *rows;
+	Datum			   values[1];
+	uint64			   n;
+	SchedqTaskOptions *opts;
+	Datum			  *ids;
+	int				  *batch;
+	int				   nbatch = 0;
 
 	if (!JB_ROOT_IS_ARRAY(tasks) || JB_ROOT_IS_SCALAR(tasks))
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -327,47 +545,46 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	names = palloc(TASK_NUM_OPTIONS * sizeof(Datum));
-	for (int i = 0; i < TASK_NUM_OPTIONS; i++)
-		names[i] = CStringGetTextDatum(schedq_task_option_names[i]);
-	values[0] = JsonbPGetDatum(tasks);
-	values[1] =
-		PointerGetDatum(construct_array(names, TASK_NUM_OPTIONS, TEXTOID, -1,
-										false, TYPALIGN_INT));
-
 	schedq_call_begin(&call);
-	if (schedq_run(&q_many_check, values, NULL, 0, SPI_OK_SELECT) > 0)
-	{
-		HeapTuple tuple = SPI_tuptable->vals[0];
-		TupleDesc desc = SPI_tuptable->tupdesc;
-		char	 *ord = SPI_getvalue(tuple, desc, 1);
-		char	 *key = SPI_getvalue(tuple, desc, 3);
-
-		if (key == NULL)
-			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("element %s of tasks is a JSON %s, not an object",
-						   ord, SPI_getvalue(tuple, desc, 2)));
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("element %s of tasks has unknown key \"%s\"", ord, key),
-				errhint("The keys are the argument names of schedq.submit."));
-	}
-
+	many_check(tasks);
+	values[0] = JsonbPGetDatum(tasks);
 	n = schedq_run(&q_many, values, NULL, 0, SPI_OK_SELECT);
-	rows = SPI_tuptable; /* keep it: submit_one runs more queries */
+	rows = SPI_tuptable; /* keep it: the inserts run more queries */
+	opts = palloc((n + 1) * sizeof(SchedqTaskOptions));
+	ids = palloc((n + 1) * sizeof(Datum));
+	batch = palloc((n + 1) * sizeof(int));
 	for (uint64 row = 0; row < n; row++)
 	{
-		SchedqTaskOptions opts;
-		Datum			  id;
-		bool			  isnull = false;
+		SchedqTaskOptions *o = &opts[row];
 
 		for (int i = 0; i < TASK_NUM_OPTIONS; i++)
-			opts.v[i] = SPI_getbinval(rows->vals[row], rows->tupdesc, i + 1,
-									  &opts.null[i]);
-		opts.sql = false;
-		schedq_task_options_defaults(&opts);
-		schedq_task_options_check(&opts);
-		id = Int64GetDatum(submit_one(&call, &opts));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &id, &isnull);
+			o->v[i] = SPI_getbinval(rows->vals[row], rows->tupdesc, i + 1,
+									&o->null[i]);
+		o->sql = false;
+		schedq_task_options_defaults(o);
+		schedq_task_options_check(o);
+		if (!submit_needs_one(o))
+		{
+			batch[nbatch++] = (int) row;
+			if (nbatch == SUBMIT_BATCH_MAX)
+			{
+				submit_batch(&call, opts, batch, nbatch, ids);
+				nbatch = 0;
+			}
+			continue;
+		}
+		submit_batch(&call, opts, batch, nbatch, ids);
+		nbatch = 0;
+		ids[row] = Int64GetDatum(submit_one(&call, o));
+	}
+	submit_batch(&call, opts, batch, nbatch, ids);
+
+	for (uint64 row = 0; row < n; row++)
+	{
+		bool isnull = false;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &ids[row],
+							 &isnull);
 	}
 
 	schedq_call_end(&call);
