@@ -25,7 +25,10 @@
 #	      whose lease was lost meanwhile is killed and logged, never
 #	      reported, and the next attempt is completed;
 #	  (h) a completion made stale by a cancel is logged as stale and
-#	      changes nothing, and the same call claims the next task.
+#	      changes nothing, and the same call claims the next task;
+#	  (i) a batch the server refuses (a result over a limit lowered
+#	      meanwhile) is reported task by task, shrunk, and the next task is
+#	      claimed.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
 #	  prove; see the header of check.sh for the environment every TAP test
@@ -458,6 +461,41 @@ is(q1("SELECT status, result IS NULL FROM schedq.task WHERE id = $ts"), 'cancele
 	'(h) the stale completion changed nothing');
 $w->signal('TERM');
 is(wait_exit($w, 60), 0, '(h) the worker exits');
+
+#
+# (i) The server refuses the batch: schedq.max_payload is lowered after the
+#     worker read it, so complete_and_claim fails (54000) and changes
+#     nothing; the worker then completes the task on its own, its result
+#     cut down to a quarter of the limit it knows, and claims the next.
+#
+my $rf = script('refuse.sh', <<'EOF');
+[ "$SCHEDQ_KIND" = big ] && head -c 600000 /dev/zero | tr '\0' x
+[ "$SCHEDQ_KIND" = small ] && echo '"ok"'
+exit 0
+EOF
+$since = q1('SELECT now()');
+$w = start_worker($node, 'worker', [ '--queue' => 'rf' ], [$rf], "$dir/refuse.log");
+ok( defined poll_until(
+		$node, 'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE usename = 'worker' AND backend_start > '$since' AND state = 'active' AND query LIKE 'CALL schedq.await_task(%'",
+		'1', 30),
+	'(i) the worker is connected, and waits');
+$node->append_conf('postgresql.conf', "schedq.max_payload = '400kB'\n");
+$node->reload;
+ok(defined poll_until($node, 'postgres', "SHOW schedq.max_payload", '400kB', 30),
+	'(i) the limit is lowered to 400 kB (the worker read 1 MB)');
+my $tbig = submit_as_app("SELECT schedq.submit('big', queue => 'rf', priority => 1)");
+my $tsmall = submit_as_app("SELECT schedq.submit('small', queue => 'rf')");
+ok(defined poll_until($node, 'postgres',
+		"SELECT string_agg(status, ',' ORDER BY id) FROM schedq.task WHERE id IN ($tbig, $tsmall)",
+		'done,done', 60),
+	'(i) both tasks are done');
+is(q1("SELECT result->>'truncated', attempts FROM schedq.task WHERE id = $tbig"), 'true|1',
+	'(i) the big one with its result cut down, in its first attempt');
+like(slurp("$dir/refuse.log"), qr/error: complete_and_claim: .*\n(.*\n)*.*task $tbig kind=big .*outcome=done/,
+	'(i) the refusal is logged, then the task as done');
+$w->signal('TERM');
+is(wait_exit($w, 60), 0, '(i) the worker exits');
 
 $node->stop;
 done_testing();
