@@ -216,7 +216,9 @@ ctl_privilege_hint(CtlRole role, const char *user)
 			grants =
 				"GRANT USAGE ON SCHEMA schedq TO %s;\n"
 				"  GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, "
-				"schedq.complete, schedq.complete_many, schedq.fail TO %s;\n"
+				"schedq.complete, schedq.complete_many, "
+				"schedq.complete_and_claim, schedq.fail, schedq.verify_grant "
+				"TO %s;\n"
 				"  GRANT EXECUTE ON PROCEDURE schedq.await_task TO %s;\n"
 				"  GRANT <submitting role> TO %s;   -- to work on its tasks\n";
 			break;

@@ -4,7 +4,8 @@
  *
  *	  One process, one thread, one poll() loop.  It holds two connections:
  *	  the control connection makes the short calls (claim, heartbeat,
- *	  complete, complete_many, fail), waiting for each answer; the wait
+ *	  complete_and_claim, complete, complete_many, fail, verify_grant),
+ *	  waiting for each answer; the wait
  *	  connection only ever runs CALL schedq.await_task(...), sent
  *	  asynchronously, so that the loop
  *	  keeps reading the programs' output, renewing leases and reaping
@@ -18,12 +19,15 @@
  *	  slot and claims again at once, so with a backlog the worker never
  *	  waits.
  *
- *	  Round trips: the programs that have finished when the loop comes
- *	  round are reported together.  Those that exited 0 are completed by
- *	  one complete_many (one statement, one commit), and the claim for the
- *	  slots they free is sent in the same libpq pipeline, each with its own
- *	  sync point (its own transaction), so that both answers come back in
- *	  one round trip.  Failures, rarer, are reported one fail() each.
+ *	  Round trips and commits: the programs that have finished when the
+ *	  loop comes round are reported together.  Those that exited 0 are
+ *	  completed, and the slots they free claimed for, by one
+ *	  complete_and_claim (one statement, one commit, one round trip for all
+ *	  of them and the next tasks); a verify_grant of their tokens goes
+ *	  before it in the same pipeline and transaction, to log the stale ones.
+ *	  When it claims nothing, the loop waits in await_task.  While shutting
+ *	  down, complete_many (nothing claimed).  Failures, rarer, are reported
+ *	  one fail() each.
  *
  *	  Each program runs in its own process group, with the payload on
  *	  stdin (a temporary file, so that a program that does not read it
@@ -829,15 +833,19 @@ worker_claim(Worker *w, int n)
 }
 
 /*
- * Send n queries in one pipeline (libpq's pipeline mode), each followed by
- * a sync point, then read their answers: one round trip for all of them.
- * Each query is still its own transaction, and an error in one does not
- * abort the others.  res[i] gets the result of query i.  Returns false if
- * the connection broke (it is then dropped; res[] is all NULL).
+ * Send n queries in one pipeline (libpq's pipeline mode), then read their
+ * answers: one round trip for all of them.  With one_xact false each query
+ * is followed by a sync point, so each is its own transaction and an error
+ * in one does not abort the others; with one_xact true a single sync point
+ * follows the last, so they run in one transaction (one commit), and an
+ * error aborts it: the queries after the failed one answer
+ * PGRES_PIPELINE_ABORTED.  res[i] gets the result of query i.  Returns
+ * false if the connection broke (it is then dropped; res[] is all NULL).
  */
 static bool
 worker_pipeline(Worker *w, int n, const char *const *sql, const int *nparams,
-				const char *const *const *values, PGresult **res)
+				const char *const *const *values, PGresult **res,
+				bool one_xact)
 {
 	PGconn *conn = w->conn;
 	bool	ok = PQenterPipelineMode(conn) == 1;
@@ -847,12 +855,12 @@ worker_pipeline(Worker *w, int n, const char *const *sql, const int *nparams,
 	for (int i = 0; ok && i < n; i++)
 		ok = PQsendQueryParams(conn, sql[i], nparams[i], NULL, values[i], NULL,
 							   NULL, 0) == 1 &&
-			 PQpipelineSync(conn) == 1;
+			 ((one_xact && i < n - 1) || PQpipelineSync(conn) == 1);
 	for (int i = 0; ok && i < n; i++)
 	{
 		PGresult *r;
 
-		/* The query's result, then NULL, then the sync point's. */
+		/* The query's result, then NULL, then (maybe) the sync point's. */
 		while ((r = PQgetResult(conn)) != NULL)
 		{
 			if (res[i] == NULL)
@@ -860,10 +868,13 @@ worker_pipeline(Worker *w, int n, const char *const *sql, const int *nparams,
 			else
 				PQclear(r);
 		}
-		r = PQgetResult(conn);
-		ok = res[i] != NULL && r != NULL &&
-			 PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-		PQclear(r);
+		ok = res[i] != NULL;
+		if (ok && (!one_xact || i == n - 1))
+		{
+			r = PQgetResult(conn);
+			ok = r != NULL && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+			PQclear(r);
+		}
 	}
 	if (ok)
 		ok = PQexitPipelineMode(conn) == 1;
@@ -922,17 +933,38 @@ results_array(char **results, int n)
 	return buf.data;
 }
 
+/* complete_and_claim: the claim's columns, as claim_sql has them. */
+static const char *const complete_and_claim_sql =
+	"SELECT id, attempt, queue, kind, payload, run_id, token, "
+	"extract(epoch FROM lease_expires_at - pg_catalog.clock_timestamp()) "
+	"FROM schedq.complete_and_claim($1::text[], $2, $3::jsonb[], $4::text[], "
+	"$5::text[], $6::integer, $7::interval)";
+
+/*
+ * What each grant is worth just before complete_and_claim uses it, in the
+ * same transaction: complete_and_claim returns the claimed rows only, and
+ * a stale grant changes nothing without saying so.
+ */
+static const char *const verify_sql =
+	"SELECT schedq.verify_grant(t) FROM pg_catalog.unnest($1::text[]) "
+	"WITH ORDINALITY AS u(t, o) ORDER BY o";
+
 /*
  * Report every finished program and claim for the free slots, in as few
- * round trips as the API allows.  A failure (or a task no longer ours) is
- * reported on its own, as slot_report does.  The programs that exited 0
- * are completed together: one complete(), or one complete_many() for
- * several (one statement, one commit), sent in one pipeline with the claim
- * for the slots they free, so that a task costs one round trip shared by
- * every task that finished at the same time.  If the server refuses the
- * batch (a result too large, say) each is reported on its own, which
- * shrinks a result the server refuses.  Returns the number claimed, -1 if
- * the claim failed or was not sent.
+ * round trips and commits as the API allows.  A failure (or a task no
+ * longer ours) is reported on its own, as slot_report does.  The programs
+ * that exited 0 are completed together with the claim for the slots they
+ * free, by one complete_and_claim (one statement, one commit for all of
+ * them and the next tasks).  It is preceded, in the same pipeline and the
+ * same transaction, by a verify_grant of each token, which says which
+ * completions were stale (logged "stale"; a cancel or a reclaim that
+ * commits between the two statements, microseconds apart, is logged
+ * "done" although the completion changed nothing).  While shutting down
+ * nothing is claimed: one complete(), or one complete_many() for several.
+ * If the server refuses the batch (a result too large, a forged token)
+ * each is reported on its own, which shrinks a result the server refuses,
+ * and the claim is made on its own.  Returns the number claimed, -1 if
+ * no claim was made or it failed.
  */
 static int
 worker_report_finished(Worker *w)
@@ -944,13 +976,15 @@ worker_report_finished(Worker *w)
 	int				   want = 0;
 	int				   nq = 0;
 	int				   got = -1;
+	bool			   one_xact = false;
 	char			   nbuf[16];
 	char			  *tokens_param = NULL;
 	char			  *results_param = NULL;
 	const char		  *sql[2];
 	int				   nparams[2];
 	const char *const *values[2];
-	const char		  *complete_values[2];
+	const char		  *verify_values[1];
+	const char		  *complete_values[7];
 	const char *claim_values[5] = { w->name, w->queues_param, w->caps_param,
 									nbuf, w->lease };
 	PGresult   *res[2];
@@ -970,16 +1004,7 @@ worker_report_finished(Worker *w)
 	if (w->conn == NULL)
 		goto out;
 
-	if (ndone == 1)
-	{
-		results[0] = slot_result(w, done[0], w->max_result);
-		complete_values[0] = done[0]->token;
-		complete_values[1] = results[0];
-		sql[nq] = "SELECT schedq.complete($1, $2::jsonb)";
-		nparams[nq] = 2;
-		values[nq++] = complete_values;
-	}
-	else if (ndone > 1)
+	if (ndone > 0)
 	{
 		for (int i = 0; i < ndone; i++)
 		{
@@ -988,16 +1013,49 @@ worker_report_finished(Worker *w)
 		}
 		tokens_param = ctl_text_array(tokens, ndone);
 		results_param = results_array(results, ndone);
+	}
+	if (ndone > 0 && !w->stopping)
+	{
+		/* One transaction: verify_grant, then complete_and_claim. */
+		want = w->concurrency - w->running + ndone;
+		snprintf(nbuf, sizeof(nbuf), "%d", want);
+		verify_values[0] = tokens_param;
+		sql[0] = verify_sql;
+		nparams[0] = 1;
+		values[0] = verify_values;
+		complete_values[0] = tokens_param;
+		complete_values[1] = w->name;
+		complete_values[2] = results_param;
+		complete_values[3] = w->queues_param;
+		complete_values[4] = w->caps_param;
+		complete_values[5] = nbuf;
+		complete_values[6] = w->lease;
+		sql[1] = complete_and_claim_sql;
+		nparams[1] = 7;
+		values[1] = complete_values;
+		nq = 2;
+		one_xact = true;
+	}
+	else if (ndone == 1)
+	{
+		/* Shutting down: complete, claim nothing. */
+		complete_values[0] = done[0]->token;
+		complete_values[1] = results[0];
+		sql[nq] = "SELECT schedq.complete($1, $2::jsonb)";
+		nparams[nq] = 2;
+		values[nq++] = complete_values;
+	}
+	else if (ndone > 1)
+	{
 		complete_values[0] = tokens_param;
 		complete_values[1] = results_param;
 		sql[nq] = "SELECT schedq.complete_many($1::text[], $2::jsonb[])";
 		nparams[nq] = 2;
 		values[nq++] = complete_values;
 	}
-	if (!w->stopping && (w->want_claim || ndone > 0) &&
-		w->running - ndone < w->concurrency)
+	else if (!w->stopping && w->want_claim && w->running < w->concurrency)
 	{
-		want = w->concurrency - w->running + ndone;
+		want = w->concurrency - w->running;
 		snprintf(nbuf, sizeof(nbuf), "%d", want);
 		sql[nq] = claim_sql;
 		nparams[nq] = 5;
@@ -1005,10 +1063,48 @@ worker_report_finished(Worker *w)
 	}
 	if (nq == 0)
 		goto out;
-	if (!worker_pipeline(w, nq, sql, nparams, values, res))
+	if (!worker_pipeline(w, nq, sql, nparams, values, res, one_xact))
 		goto out; /* reported again after reconnecting */
 
-	if (ndone > 0)
+	if (one_xact)
+	{
+		/* The first error, if any: the other answer is PIPELINE_ABORTED. */
+		bool verified = PQresultStatus(res[0]) == PGRES_TUPLES_OK;
+		int	 rc = worker_check(w, verified ? res[1] : res[0],
+							   "complete_and_claim");
+
+		if (rc == 0)
+		{
+			for (int i = 0; i < ndone; i++)
+			{
+				const char *verdict =
+					i < PQntuples(res[0]) ? PQgetvalue(res[0], i, 0) : "";
+
+				worker_log_task(w, done[i],
+								strcmp(verdict, "stale") == 0 ? "stale" :
+																"done",
+								0, NULL);
+				slot_free(w, done[i]);
+			}
+			got = worker_claim_take(w, res[1]);
+			res[1] = NULL;
+			if (got >= 0 && got < want)
+				w->want_claim = false;
+		}
+		else if (rc == 2)
+		{
+			/*
+			 * Refused, and nothing was done: one at a time, each shrunk if
+			 * need be; the claim is made on its own (want_claim).
+			 */
+			for (int i = 0; i < ndone && w->conn != NULL; i++)
+				if (slot_report(w, done[i]))
+					slot_free(w, done[i]);
+		}
+		PQclear(res[0]);
+		PQclear(res[1]);
+	}
+	else if (ndone > 0)
 	{
 		int rc =
 			worker_check(w, res[0], ndone == 1 ? "complete" : "complete_many");
@@ -1038,16 +1134,11 @@ worker_report_finished(Worker *w)
 		}
 		PQclear(res[0]);
 	}
-	if (want > 0)
+	else if (want > 0)
 	{
-		if (w->conn == NULL)
-			PQclear(res[nq - 1]);
-		else
-		{
-			got = worker_claim_take(w, res[nq - 1]);
-			if (got >= 0 && got < want)
-				w->want_claim = false;
-		}
+		got = worker_claim_take(w, res[0]);
+		if (got >= 0 && got < want)
+			w->want_claim = false;
 	}
 
 out:

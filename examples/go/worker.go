@@ -7,14 +7,15 @@
 //
 // The protocol, in the order this loop follows it:
 //
-//  1. schedq.claim(worker, queues, caps, n, lease) hands out up to n tasks,
+//  1. schedq.complete_and_claim(tokens, worker, ..., n, lease) hands out up
+//     to n tasks (with no tokens it is schedq.claim without a wait),
 //     each with a token: the signed grant of this attempt of this task.
 //     Every later call about the task carries the token, from any session.
 //     Grants are fenced: the token of an attempt that is no longer running
 //     (its lease expired and the reaper took the task back, it was
 //     canceled, it already finished) is stale, and a call with it changes
-//     nothing and says so (heartbeat returns NULL, complete false, fail
-//     'stale').  A slow or cut-off worker can never overwrite a newer
+//     nothing and says so (heartbeat returns NULL, fail 'stale',
+//     complete_many false).  A slow or cut-off worker can never overwrite a newer
 //     attempt, and repeating a report that may or may not have reached the
 //     server is safe.
 //  2. Nothing to claim: CALL schedq.await_task(...) sleeps until a task this
@@ -25,10 +26,18 @@
 //     statements outside Begin are.
 //  3. While a task runs, schedq.heartbeat(token) extends its lease.  Beating
 //     every third of the lease keeps it alive through a missed beat.
-//  4. schedq.complete(token, result), or schedq.fail(token, error, retry_in,
-//     permanent): fail retries the task with backoff while attempts remain
-//     (after retry_in if given); permanent => true for input that can never
+//  4. schedq.fail(token, error, retry_in, permanent) at once for a failure:
+//     it retries the task with backoff while attempts remain (after
+//     retry_in if given); permanent => true for input that can never
 //     succeed.
+//  5. The batch done, schedq.complete_and_claim(tokens, worker, results,
+//     queues, caps, n, lease) completes its successes and claims the next
+//     batch in one statement and one commit (the first call passes no
+//     tokens; it is then a plain claim).  It says nothing of a stale token
+//     (it changes nothing), so a task canceled after its last heartbeat is
+//     logged done.  When it claims nothing, wait (step 2).  While stopping,
+//     schedq.complete_many(tokens, results) completes them and claims
+//     nothing.
 //
 // Delivery is at least once: if a worker dies mid-task, or stays cut off
 // from the server longer than the lease, the reaper takes its task back when
@@ -145,7 +154,8 @@ type worker struct {
 	batch      int
 	lease      float64  // seconds
 	wait       float64  // seconds
-	unreported []report // reports cut off by a lost connection
+	unreported []report // failures not yet reported
+	pending    []report // successes not yet completed
 }
 
 func main() {
@@ -230,8 +240,8 @@ func (w *worker) run(ctx context.Context) error {
 			return err
 		}
 		if ctx.Err() != nil {
-			lostReports(len(w.unreported), err)
-			break
+			lostReports(len(w.unreported)+len(w.pending), err)
+			return nil
 		}
 		log.Printf("schedq-worker: connection lost (%v); retrying in %v", err, backoff)
 		select {
@@ -241,6 +251,13 @@ func (w *worker) run(ctx context.Context) error {
 		if backoff *= 2; backoff > 30*time.Second {
 			backoff = 30 * time.Second
 		}
+	}
+	// Stopping: complete what is done, claim nothing.
+	if err := w.completeMany(); err != nil {
+		if !connectionLost(err) {
+			return err
+		}
+		lostReports(len(w.pending), err)
 	}
 	return nil
 }
@@ -257,13 +274,16 @@ func (w *worker) step(ctx context.Context) error {
 		w.unreported = w.unreported[1:]
 	}
 
-	// Not ctx: a claim must not be canceled once it may have committed.
-	bg := context.Background()
-	rows, err := w.pool.Query(bg,
+	// Complete the successes of the last batch and claim the next one: one
+	// statement, one commit.  Not ctx: it must not be canceled once it may
+	// have committed.  Sent again after a lost connection.
+	tokens, results := w.pendingArrays()
+	rows, err := w.pool.Query(context.Background(),
 		`SELECT id, attempt, kind, payload, token
-		   FROM schedq.claim($1, queues => $2::text[], caps => $3::text[],
-		                     n => $4, lease => make_interval(secs => $5))`,
-		w.name, w.queues, w.caps, w.batch, w.lease)
+		   FROM schedq.complete_and_claim($1::text[], $2, $3::text[]::jsonb[],
+		        queues => $4::text[], caps => $5::text[], n => $6,
+		        lease => make_interval(secs => $7))`,
+		tokens, w.name, results, w.queues, w.caps, w.batch, w.lease)
 	if err != nil {
 		return err
 	}
@@ -279,6 +299,10 @@ func (w *worker) step(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	for _, r := range w.pending {
+		logTask(r.t, "done", r.out.ms, "")
+	}
+	w.pending = nil
 	if len(tasks) > 0 {
 		return w.runBatch(tasks)
 	}
@@ -292,6 +316,41 @@ func (w *worker) step(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// pendingArrays: the tokens and results of the successes not yet completed.
+func (w *worker) pendingArrays() ([]string, []string) {
+	tokens := make([]string, 0, len(w.pending)) // not nil: NULL is refused
+	results := make([]string, 0, len(w.pending))
+	for _, r := range w.pending {
+		tokens = append(tokens, r.t.token)
+		results = append(results, string(r.out.result))
+	}
+	return tokens, results
+}
+
+// completeMany completes the pending successes and claims nothing.
+func (w *worker) completeMany() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	tokens, results := w.pendingArrays()
+	var oks []bool
+	err := w.pool.QueryRow(context.Background(),
+		`SELECT schedq.complete_many($1::text[], $2::text[]::jsonb[])`,
+		tokens, results).Scan(&oks)
+	if err != nil {
+		return err
+	}
+	for i, r := range w.pending {
+		status := "stale"
+		if i < len(oks) && oks[i] {
+			status = "done"
+		}
+		logTask(r.t, status, r.out.ms, "")
+	}
+	w.pending = nil
+	return nil
 }
 
 // inflight maps the tokens of a batch not yet reported to the cancel
@@ -309,6 +368,13 @@ func (f *inflight) tokens() []string {
 		tokens = append(tokens, token)
 	}
 	return tokens
+}
+
+func (f *inflight) has(token string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.live[token]
+	return ok
 }
 
 func (f *inflight) drop(token string) {
@@ -349,12 +415,26 @@ func (w *worker) runBatch(tasks []task) error {
 		start := time.Now()
 		out := handle(ctxs[i], t)
 		out.ms = time.Since(start).Milliseconds()
+		if out.result != nil {
+			w.pending = append(w.pending, report{t, out}) // still heartbeaten
+			continue
+		}
 		if err := w.report(t, out); err != nil {
 			w.unreported = append(w.unreported, report{t, out})
 			return err
 		}
 		f.drop(t.token)
 	}
+	// Those the heartbeat found no longer ours: not completed.
+	kept := w.pending[:0]
+	for _, r := range w.pending {
+		if f.has(r.t.token) {
+			kept = append(kept, r)
+		} else {
+			logTask(r.t, "stale", r.out.ms, "")
+		}
+	}
+	w.pending = kept
 	return nil
 }
 
@@ -422,31 +502,17 @@ func handle(ctx context.Context, t task) outcome {
 }
 
 func (w *worker) report(t task, out outcome) error {
-	ctx := context.Background()
 	var status string
-	if out.result != nil {
-		var ok bool
-		err := w.pool.QueryRow(ctx, `SELECT schedq.complete($1, $2::jsonb)`,
-			t.token, string(out.result)).Scan(&ok)
-		if err != nil {
-			return err
-		}
-		status = "done"
-		if !ok {
-			status = "stale"
-		}
-	} else {
-		err := w.pool.QueryRow(ctx,
-			`SELECT schedq.fail($1, $2, retry_in => make_interval(secs => $3),
-			                    permanent => $4)`,
-			t.token, out.err, out.retryIn, out.permanent).Scan(&status)
-		if err != nil {
-			return err
-		}
-		// 'pending' or 'available': it will run again; 'failed': it won't.
-		if status != "failed" && status != "stale" {
-			status = "retry"
-		}
+	err := w.pool.QueryRow(context.Background(),
+		`SELECT schedq.fail($1, $2, retry_in => make_interval(secs => $3),
+		                    permanent => $4)`,
+		t.token, out.err, out.retryIn, out.permanent).Scan(&status)
+	if err != nil {
+		return err
+	}
+	// 'pending' or 'available': it will run again; 'failed': it won't.
+	if status != "failed" && status != "stale" {
+		status = "retry"
 	}
 	logTask(t, status, out.ms, out.err)
 	return nil

@@ -8,13 +8,14 @@
  *
  * The protocol, in the order this loop follows it:
  *
- * 1. schedq.claim(worker, queues, caps, n, lease) hands out up to n tasks,
+ * 1. schedq.complete_and_claim(tokens, worker, ..., n, lease) hands out up
+ *    to n tasks (with no tokens it is schedq.claim without a wait),
  *    each with a token: the signed grant of this attempt of this task.
  *    Every later call about the task carries the token, from any session.
  *    Grants are fenced: the token of an attempt that is no longer running
  *    (its lease expired and the reaper took the task back, it was canceled,
  *    it already finished) is stale, and a call with it changes nothing and
- *    says so (heartbeat returns NULL, complete false, fail 'stale').  A slow
+ *    says so (heartbeat returns NULL, fail 'stale', complete_many false).  A slow
  *    or cut-off worker can never overwrite a newer attempt, and repeating a
  *    report that may or may not have reached the server is safe.
  * 2. Nothing to claim: CALL schedq.await_task(...) sleeps until a task this
@@ -25,10 +26,16 @@
  *    outside BEGIN are.
  * 3. While a task runs, schedq.heartbeat(token) extends its lease.  Beating
  *    every third of the lease keeps it alive through a missed beat.
- * 4. schedq.complete(token, result), or schedq.fail(token, error, retry_in,
- *    permanent): fail retries the task with backoff while attempts remain
- *    (after retry_in if given); permanent => true for input that can never
- *    succeed.
+ * 4. schedq.fail(token, error, retry_in, permanent) at once for a failure:
+ *    it retries the task with backoff while attempts remain (after retry_in
+ *    if given); permanent => true for input that can never succeed.
+ * 5. The batch done, schedq.complete_and_claim(tokens, worker, results,
+ *    queues, caps, n, lease) completes its successes and claims the next
+ *    batch in one statement and one commit (the first call passes no
+ *    tokens; it is then a plain claim).  It says nothing of a stale token
+ *    (it changes nothing), so a task canceled after its last heartbeat is
+ *    logged done.  When it claims nothing, wait (step 2).  While stopping,
+ *    schedq.complete_many(tokens, results) completes them and claims nothing.
  *
  * Delivery is at least once: if a worker dies mid-task, or stays cut off
  * from the server longer than the lease, the reaper takes its task back
@@ -102,7 +109,8 @@ const settings = {
 let stopping = false;
 let waitingOn = null; // the client while it is in await_task
 let wakeUp = () => {}; // ends the pause between reconnections
-const unreported = []; // [task, outcome] whose report was cut off
+const unreported = []; // [task, outcome] of failures not yet reported
+let pending = []; // [task, outcome] of successes not yet completed
 
 const log = (message) => console.log(`schedq-worker: ${message}`);
 
@@ -114,8 +122,8 @@ function logTask(task, outcome, ms, error) {
 
 /* The worker stops with outcomes it could not report. */
 function lostReports(err) {
-	if (unreported.length > 0)
-		log(`stopping with ${unreported.length} outcomes not reported (${err.message}):` +
+	if (unreported.length + pending.length > 0)
+		log(`stopping with ${unreported.length + pending.length} outcomes not reported (${err.message}):` +
 			' their tasks run again after their lease');
 }
 
@@ -155,23 +163,37 @@ async function handle(task) {
 }
 
 async function report(client, task, outcome) {
-	let status;
-	if ('result' in outcome) {
-		const { rows } = await client.query('SELECT schedq.complete($1, $2::jsonb) AS ok', [
-			task.token,
-			JSON.stringify(outcome.result),
-		]);
-		status = rows[0].ok ? 'done' : 'stale';
-	} else {
-		const { rows } = await client.query(
-			'SELECT schedq.fail($1, $2, retry_in => make_interval(secs => $3),' +
-				' permanent => $4) AS status',
-			[task.token, outcome.error, outcome.retryIn, outcome.permanent]
-		);
-		// 'pending' or 'available': it will run again; 'failed': it won't.
-		status = rows[0].status === 'failed' || rows[0].status === 'stale' ? rows[0].status : 'retry';
-	}
-	logTask(task, status, outcome.ms, outcome.error);
+	const { rows } = await client.query(
+		'SELECT schedq.fail($1, $2, retry_in => make_interval(secs => $3),' +
+			' permanent => $4) AS status',
+		[task.token, outcome.error, outcome.retryIn, outcome.permanent]
+	);
+	// 'pending' or 'available': it will run again; 'failed': it won't.
+	const status = rows[0].status;
+	logTask(task, status === 'failed' || status === 'stale' ? status : 'retry', outcome.ms, outcome.error);
+}
+
+/* Complete the successes of the last batch and claim the next one: one
+ * statement, one commit.  Sent again after a lost connection. */
+async function completeAndClaim(client) {
+	const { rows } = await client.query(
+		'SELECT id, attempt, kind, payload, token' +
+			' FROM schedq.complete_and_claim($1::text[], $2, $3::jsonb[],' +
+			' queues => $4::text[], caps => $5::text[], n => $6,' +
+			' lease => make_interval(secs => $7))',
+		[
+			pending.map(([task]) => task.token),
+			settings.name,
+			pending.map(([, outcome]) => JSON.stringify(outcome.result)),
+			settings.queues,
+			settings.caps,
+			settings.batch,
+			settings.lease,
+		]
+	);
+	pending.forEach(([task, outcome]) => logTask(task, 'done', outcome.ms));
+	pending = [];
+	return rows;
 }
 
 /* Extend the leases of the tokens in `live`; forget those no longer ours.
@@ -198,6 +220,10 @@ async function runBatch(client, tasks) {
 			const started = Date.now();
 			const outcome = await handle(task);
 			outcome.ms = Date.now() - started;
+			if ('result' in outcome) {
+				pending.push([task, outcome]); // still heartbeaten
+				continue;
+			}
 			try {
 				await report(client, task, outcome);
 			} catch (err) {
@@ -209,6 +235,9 @@ async function runBatch(client, tasks) {
 	} finally {
 		clearInterval(timer);
 	}
+	// Those the heartbeat found no longer ours: not completed.
+	pending.filter(([t]) => !live.has(t.token)).forEach(([t, o]) => logTask(t, 'stale', o.ms));
+	pending = pending.filter(([t]) => live.has(t.token));
 }
 
 async function work(client) {
@@ -219,14 +248,9 @@ async function work(client) {
 		unreported.shift();
 	}
 	while (!stopping) {
-		const { rows } = await client.query(
-			'SELECT id, attempt, kind, payload, token' +
-				' FROM schedq.claim($1, queues => $2::text[], caps => $3::text[],' +
-				' n => $4, lease => make_interval(secs => $5))',
-			[settings.name, settings.queues, settings.caps, settings.batch, settings.lease]
-		);
-		if (rows.length > 0) {
-			await runBatch(client, rows);
+		const tasks = await completeAndClaim(client);
+		if (tasks.length > 0) {
+			await runBatch(client, tasks);
 			continue;
 		}
 		waitingOn = client;
@@ -241,6 +265,15 @@ async function work(client) {
 		} finally {
 			waitingOn = null;
 		}
+	}
+	if (pending.length > 0) {
+		// Stopping: complete, claim nothing.
+		const { rows } = await client.query(
+			'SELECT schedq.complete_many($1::text[], $2::jsonb[]) AS ok',
+			[pending.map(([t]) => t.token), pending.map(([, o]) => JSON.stringify(o.result))]
+		);
+		pending.forEach(([t, o], i) => logTask(t, rows[0].ok[i] ? 'done' : 'stale', o.ms));
+		pending = [];
 	}
 }
 

@@ -7,13 +7,14 @@ Copy it into your application and replace HANDLERS with your own code.
 
 The protocol, in the order this loop follows it:
 
-1. schedq.claim(worker, queues, caps, n, lease) hands out up to n tasks,
+1. schedq.complete_and_claim(tokens, worker, ..., n, lease) hands out up
+   to n tasks (with no tokens it is schedq.claim without a wait),
    each with a token: the signed grant of this attempt of this task.  Every
    later call about the task carries the token, from any session.
    Grants are fenced: the token of an attempt that is no longer running
    (its lease expired and the reaper took the task back, it was canceled,
    it already finished) is stale, and a call with it changes nothing and
-   says so (heartbeat returns NULL, complete false, fail 'stale').  A slow
+   says so (heartbeat returns NULL, fail 'stale', complete_many false).  A slow
    or cut-off worker can never overwrite a newer attempt, and repeating a
    report that may or may not have reached the server is safe.
 2. Nothing to claim: CALL schedq.await_task(...) sleeps until a task this
@@ -23,10 +24,16 @@ The protocol, in the order this loop follows it:
    a transaction block: the connection is in autocommit mode.
 3. While a task runs, schedq.heartbeat(token) extends its lease.  Beating
    every third of the lease keeps it alive through a missed beat.
-4. schedq.complete(token, result), or schedq.fail(token, error, retry_in,
-   permanent): fail retries the task with backoff while attempts remain
-   (after retry_in if given); permanent => true for input that can never
-   succeed.
+4. schedq.fail(token, error, retry_in, permanent) at once for a failure:
+   it retries the task with backoff while attempts remain (after retry_in
+   if given); permanent => true for input that can never succeed.
+5. The batch done, schedq.complete_and_claim(tokens, worker, results,
+   queues, caps, n, lease) completes its successes and claims the next
+   batch in one statement and one commit (the first call passes no
+   tokens; it is then a plain claim).  It says nothing of a stale token
+   (it changes nothing), so a task canceled after its last heartbeat is
+   logged done.  When it claims nothing, wait (step 2).  While stopping,
+   schedq.complete_many(tokens, results) completes them and claims nothing.
 
 Delivery is at least once: if a worker dies mid-task, or stays cut off
 from the server longer than the lease, the reaper takes its task back when
@@ -118,7 +125,8 @@ class Worker:
         self.wait = float(os.environ.get("SCHEDQ_WAIT", "30"))
         self.stopping = threading.Event()
         self.waiting_on = None  # the connection while it is in await_task
-        self.unreported = []  # (task, outcome) whose report was cut off
+        self.unreported = []  # (task, outcome) of failures not yet reported
+        self.pending = []  # (task, outcome) of successes not yet completed
 
     def on_signal(self, signum, frame):
         # A second signal takes the default action: the process ends.
@@ -140,9 +148,10 @@ class Worker:
                     self.work(conn)
             except psycopg.OperationalError as e:
                 if self.stopping.is_set():
-                    if self.unreported:
+                    if self.unreported or self.pending:
+                        n = len(self.unreported) + len(self.pending)
                         log(
-                            f"stopping with {len(self.unreported)} outcomes not"
+                            f"stopping with {n} outcomes not"
                             f" reported ({first_line(e)}): their tasks run"
                             " again after their lease"
                         )
@@ -160,12 +169,7 @@ class Worker:
             self.unreported.pop(0)
 
         while not self.stopping.is_set():
-            tasks = conn.execute(
-                "SELECT id, attempt, kind, payload, token"
-                "  FROM schedq.claim(%s, queues => %s::text[], caps => %s::text[],"
-                "                    n => %s, lease => make_interval(secs => %s))",
-                (self.name, self.queues, self.caps, self.batch, self.lease),
-            ).fetchall()
+            tasks = self.complete_and_claim(conn)
             if tasks:
                 self.run_batch(conn, tasks)
                 continue
@@ -183,6 +187,32 @@ class Worker:
                     raise
             finally:
                 self.waiting_on = None
+        if self.pending:  # stopping: complete, claim nothing
+            tokens = [task[4] for task, _ in self.pending]
+            results = [Jsonb(outcome["result"]) for _, outcome in self.pending]
+            oks = conn.execute(
+                "SELECT schedq.complete_many(%s::text[], %s::jsonb[])", (tokens, results)
+            ).fetchone()[0]
+            for (task, outcome), ok in zip(self.pending, oks):
+                log_task(task, "done" if ok else "stale", outcome["ms"])
+            self.pending = []
+
+    def complete_and_claim(self, conn):
+        """Complete the successes of the last batch and claim the next one:
+        one statement, one commit.  Sent again after a lost connection."""
+        tokens = [task[4] for task, _ in self.pending]
+        results = [Jsonb(outcome["result"]) for _, outcome in self.pending]
+        tasks = conn.execute(
+            "SELECT id, attempt, kind, payload, token"
+            "  FROM schedq.complete_and_claim(%s::text[], %s, %s::jsonb[],"
+            "       queues => %s::text[], caps => %s::text[], n => %s,"
+            "       lease => make_interval(secs => %s))",
+            (tokens, self.name, results, self.queues, self.caps, self.batch, self.lease),
+        ).fetchall()
+        for task, outcome in self.pending:
+            log_task(task, "done", outcome["ms"])
+        self.pending = []
+        return tasks
 
     def run_batch(self, conn, tasks):
         live = {token for _, _, _, _, token in tasks}
@@ -198,6 +228,9 @@ class Worker:
                 started = time.monotonic()
                 outcome = handle(kind, payload, attempt)
                 outcome["ms"] = int((time.monotonic() - started) * 1000)
+                if "result" in outcome:
+                    self.pending.append((task, outcome))  # still heartbeaten
+                    continue
                 try:
                     self.report(conn, task, outcome)
                 except psycopg.OperationalError:
@@ -206,23 +239,20 @@ class Worker:
                 live.discard(token)
         finally:
             beat.stop()
+        # Those the heartbeat found no longer ours: not completed.
+        for task, outcome in [p for p in self.pending if p[0][4] not in live]:
+            log_task(task, "stale", outcome["ms"])
+        self.pending = [p for p in self.pending if p[0][4] in live]
 
     def report(self, conn, task, outcome):
-        token = task[4]
-        if "result" in outcome:
-            ok = conn.execute(
-                "SELECT schedq.complete(%s, %s)", (token, Jsonb(outcome["result"]))
-            ).fetchone()[0]
-            status = "done" if ok else "stale"
-        else:
-            status = conn.execute(
-                "SELECT schedq.fail(%s, %s, retry_in => make_interval(secs => %s),"
-                "                   permanent => %s)",
-                (token, outcome["error"], outcome.get("retry_in"), outcome["permanent"]),
-            ).fetchone()[0]
-            # 'pending' or 'available': it will run again; 'failed': it won't.
-            status = {"failed": "failed", "stale": "stale"}.get(status, "retry")
-        log_task(task, status, outcome["ms"], outcome.get("error"))
+        status = conn.execute(
+            "SELECT schedq.fail(%s, %s, retry_in => make_interval(secs => %s),"
+            "                   permanent => %s)",
+            (task[4], outcome["error"], outcome.get("retry_in"), outcome["permanent"]),
+        ).fetchone()[0]
+        # 'pending' or 'available': it will run again; 'failed': it won't.
+        status = {"failed": "failed", "stale": "stale"}.get(status, "retry")
+        log_task(task, status, outcome["ms"], outcome["error"])
 
 
 def handle(kind, payload, attempt):

@@ -6,8 +6,8 @@
 #   ctl  submits BENCH_TASKS no-op tasks, starts `schedqctl worker
 #        --concurrency C -- true` and times it from start until every task
 #        is done (a fork and exec of true per task; the programs that
-#        finished together completed by one complete_many, pipelined with
-#        one claim for the slots they free);
+#        finished together completed, and the slots they free claimed
+#        for, by one complete_and_claim: one commit);
 #   sql  the SQL-level figure in the same run: pgbench -c C, one claim
 #        (n => 1) and one complete per task, no program run, for
 #        BENCH_SECONDS on a preloaded queue.

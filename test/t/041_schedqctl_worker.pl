@@ -4,7 +4,9 @@
 #	  worker role:
 #	  (a) 1,000 shell tasks with --concurrency 8: every task done, each
 #	      with attempts = 1, and the side effect (a line per run in a
-#	      file) once per task: none lost, none run twice;
+#	      file) once per task: none lost, none run twice; reported by
+#	      complete_and_claim, in fewer report and claim statements than
+#	      tasks (pg_stat_statements);
 #	  (b) what a program's exit means: stdout JSON as the result, other
 #	      stdout wrapped, the payload on stdin and SCHEDQ_* in the
 #	      environment, exit 75 retried, another exit failed for good with
@@ -21,7 +23,12 @@
 #	      submitted meanwhile within seconds;
 #	  (g) connection loss: it reconnects and reports once; an attempt
 #	      whose lease was lost meanwhile is killed and logged, never
-#	      reported, and the next attempt is completed.
+#	      reported, and the next attempt is completed;
+#	  (h) a completion made stale by a cancel is logged as stale and
+#	      changes nothing, and the same call claims the next task;
+#	  (i) a batch the server refuses (a result over a limit lowered
+#	      meanwhile) is reported task by task, shrunk, and the next task is
+#	      claimed.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
 #	  prove; see the header of check.sh for the environment every TAP test
@@ -154,16 +161,22 @@ is( q1(
 	'0',
 	'(a) each task has its own program\'s result');
 {
-	# Programs that finish together share one complete_many, and their
-	# slots one claim.
-	my ($single, $many, $claims) = split /\|/, q1(
+	# Programs that finish together, and the claim for the slots they
+	# free, share one complete_and_claim: one statement, one commit.
+	my ($single, $many, $cac, $claims, $verify) = split /\|/, q1(
 		q{SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.complete(%'), 0),
 		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.complete_many(%'), 0),
-		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.claim(%'), 0)
+		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.complete_and_claim(%'), 0),
+		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.claim(%'), 0),
+		         coalesce(sum(calls) FILTER (WHERE query LIKE '%schedq.verify_grant(%'), 0)
 		    FROM pg_stat_statements});
-	diag "(a) 1,000 tasks: $single complete, $many complete_many, $claims claim calls";
-	cmp_ok($many, '>', 0, '(a) finished programs are completed together (complete_many)');
-	cmp_ok($single + $many, '<', 1000, '(a) in fewer report statements than tasks');
+	diag "(a) 1,000 tasks: $cac complete_and_claim, $single complete, $many complete_many, "
+	  . "$claims claim, $verify verify_grant calls";
+	cmp_ok($cac, '>', 0, '(a) finished programs are completed by complete_and_claim');
+	is($single + $many, 0, '(a) no separate complete or complete_many while running');
+	cmp_ok($cac + $claims, '<', 1000,
+		'(a) in fewer report and claim statements than tasks');
+	cmp_ok($verify, '<=', $cac, '(a) at most one verify_grant statement per complete_and_claim');
 }
 $bulk->signal('TERM');
 is(wait_exit($bulk, 60), 0, '(a) SIGTERM on an idle worker: exit 0');
@@ -414,6 +427,75 @@ is(scalar(() = slurp("$dir/cl.log") =~ /task $tl .*outcome=(done|stale|retry|fai
 	'(g) and reported once: the second attempt, done');
 $w->signal('TERM');
 is(wait_exit($w, 60), 0, '(g) the worker exits');
+
+#
+# (h) A completion that is stale (the task was canceled after the
+#     program's last heartbeat, here before its first: the lease is 120 s)
+#     is logged as stale, and changes nothing; the same complete_and_claim
+#     claims the task waiting behind it.
+#
+my $sg = "$dir/stale.go";
+my $st = script('stale.sh', <<"EOF");
+echo "\$SCHEDQ_TASK_ID" >> $dir/stale.runs
+while [ "\$SCHEDQ_KIND" = hold ] && [ ! -e $sg ]; do sleep 0.05; done
+echo '"ok"'
+EOF
+$w = start_worker($node, 'worker', [ '--queue' => 'st', '--lease' => '120s' ], [$st],
+	"$dir/stale.log");
+my $ts = submit_as_app("SELECT schedq.submit('hold', queue => 'st')");
+ok(wait_for(sub { slurp("$dir/stale.runs") =~ /^$ts$/m }, 60, 'the program'),
+	'(h) the task runs');
+my $tn = submit_as_app("SELECT schedq.submit('next', queue => 'st')");
+is(submit_as_app("SELECT schedq.cancel($ts)"), 't', '(h) it is canceled');
+open(my $go, '>', $sg) or die;
+close $go;
+ok(wait_for(sub { slurp("$dir/stale.log") =~ /task $ts kind=hold attempt=1 .*outcome=(\w+)/ }, 60,
+		'the log line'),
+	'(h) the program ends');
+like(slurp("$dir/stale.log"), qr/task $ts kind=hold attempt=1 .*outcome=stale/,
+	'(h) its completion is logged as stale');
+ok(defined poll_until($node, 'postgres',
+		"SELECT status FROM schedq.task WHERE id = $tn", 'done', 60),
+	'(h) the next task is claimed and done');
+is(q1("SELECT status, result IS NULL FROM schedq.task WHERE id = $ts"), 'canceled|t',
+	'(h) the stale completion changed nothing');
+$w->signal('TERM');
+is(wait_exit($w, 60), 0, '(h) the worker exits');
+
+#
+# (i) The server refuses the batch: schedq.max_payload is lowered after the
+#     worker read it, so complete_and_claim fails (54000) and changes
+#     nothing; the worker then completes the task on its own, its result
+#     cut down to a quarter of the limit it knows, and claims the next.
+#
+my $rf = script('refuse.sh', <<'EOF');
+[ "$SCHEDQ_KIND" = big ] && head -c 600000 /dev/zero | tr '\0' x
+[ "$SCHEDQ_KIND" = small ] && echo '"ok"'
+exit 0
+EOF
+$since = q1('SELECT now()');
+$w = start_worker($node, 'worker', [ '--queue' => 'rf' ], [$rf], "$dir/refuse.log");
+ok( defined poll_until(
+		$node, 'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE usename = 'worker' AND backend_start > '$since' AND state = 'active' AND query LIKE 'CALL schedq.await_task(%'",
+		'1', 30),
+	'(i) the worker is connected, and waits');
+$node->append_conf('postgresql.conf', "schedq.max_payload = '400kB'\n");
+$node->reload;
+ok(defined poll_until($node, 'postgres', "SHOW schedq.max_payload", '400kB', 30),
+	'(i) the limit is lowered to 400 kB (the worker read 1 MB)');
+my $tbig = submit_as_app("SELECT schedq.submit('big', queue => 'rf', priority => 1)");
+my $tsmall = submit_as_app("SELECT schedq.submit('small', queue => 'rf')");
+ok(defined poll_until($node, 'postgres',
+		"SELECT string_agg(status, ',' ORDER BY id) FROM schedq.task WHERE id IN ($tbig, $tsmall)",
+		'done,done', 60),
+	'(i) both tasks are done');
+is(q1("SELECT result->>'truncated', attempts FROM schedq.task WHERE id = $tbig"), 'true|1',
+	'(i) the big one with its result cut down, in its first attempt');
+like(slurp("$dir/refuse.log"), qr/error: complete_and_claim: .*\n(.*\n)*.*task $tbig kind=big .*outcome=done/,
+	'(i) the refusal is logged, then the task as done');
+$w->signal('TERM');
+is(wait_exit($w, 60), 0, '(i) the worker exits');
 
 $node->stop;
 done_testing();

@@ -23,7 +23,10 @@
 #	      and leaves no session behind;
 #	  and over all of it, from the log the worker writes (one line per
 #	  attempt: the side effect a real handler would have): every task's
-#	  handler ran once per attempt, and exactly once to done.
+#	  handler ran once per attempt, and exactly once to done; and, from
+#	  pg_stat_user_functions (track_functions = all), the successes were
+#	  completed by complete_and_claim, in fewer calls than tasks, never by
+#	  complete.
 #-------------------------------------------------------------------------
 package ExampleWorker;
 
@@ -123,6 +126,7 @@ sub run_example_tests
 shared_preload_libraries = 'schedq'
 max_worker_processes = 16
 schedq.sql_workers = 0
+track_functions = 'all'
 });
 	$node->start;
 
@@ -141,7 +145,8 @@ GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
       schedq.queue_stats TO app;
 GRANT USAGE ON SCHEMA schedq TO worker;
 GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-      schedq.complete_many, schedq.fail, schedq.verify_grant TO worker;
+      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
+      schedq.verify_grant TO worker;
 GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
 GRANT app TO worker;
 });
@@ -306,6 +311,17 @@ SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 	is_deeply(\@wrong, [],
 		"$label: every task's handler ran once per attempt, and exactly once to done ($ntasks tasks)"
 	) or diag slurp($log);
+
+	# The workers' sessions are gone, so their function counts are in.
+	my ($cac, $complete) = split /\|/, $node->safe_psql(
+		'postgres', q{
+SELECT coalesce(sum(calls) FILTER (WHERE funcname = 'complete_and_claim'), 0),
+       coalesce(sum(calls) FILTER (WHERE funcname = 'complete'), 0)
+  FROM pg_stat_user_functions WHERE schemaname = 'schedq'});
+	note "$label: $cac complete_and_claim calls, $complete complete calls, $ntasks tasks";
+	cmp_ok($cac, '>', 0, "$label: successes are completed by complete_and_claim");
+	cmp_ok($cac, '<', $ntasks, "$label: ... in fewer calls than tasks (a batch per call)");
+	is($complete, 0, "$label: no task is completed on its own");
 
 	$node->stop;
 	return;

@@ -49,7 +49,8 @@ GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
 CREATE ROLE worker LOGIN;
 GRANT USAGE ON SCHEMA schedq TO worker;
 GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-      schedq.complete_many, schedq.fail, schedq.verify_grant TO worker;
+      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
+      schedq.verify_grant TO worker;
 GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
 GRANT app TO worker;
 CREATE ROLE ops LOGIN BYPASSRLS;
