@@ -171,23 +171,36 @@ set_retention() {
 	psql_db postgres -c "ALTER SYSTEM SET schedq.retention = $1" -c "SELECT pg_reload_conf()" >/dev/null
 }
 hist_left() { psql_db hist -c "SELECT count(*) FROM schedq.task WHERE finished_at <= '$HIST_CUT'"; }
+# CPU seconds the hist scheduler (whose reaper deletes) has used so far
+sched_cpu() {
+	[[ -n ${SCHED_PID:-} ]] || SCHED_PID=$(psql_db hist -c "SELECT pid FROM pg_stat_activity WHERE datname = 'hist' AND backend_type = 'schedq scheduler'")
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$SCHED_PID/stat" 2>/dev/null || echo 0
+}
+start_off() { OFF_CPU1=$(sched_cpu); OFF_T1=$(date +%s.%N); }
 # every history task past retention, the tasks this run finishes not (for
 # as many seconds as the history is old: longer than a slice)
 expire_history() {
 	HIST_AGE=$(psql_db hist -c "SELECT floor(extract(epoch FROM now() - '$HIST_CUT'::timestamptz))::int")
 	set_retention "$HIST_AGE"
 	HIST_BEFORE=$(hist_left)
+	REAP_CPU1=$(sched_cpu)
 	REAP_T1=$(date +%s.%N)
 }
 if runs D; then
 	left=$(hist_left)
 	REAP_S=0
 	REAPED=0
+	REAP_CPU=0
+	OFF_S=0
+	OFF_CPU=0
 	for ((pair = 1; pair <= PAIRS && left > 0; pair++)); do
 		set_retention -1
-		measure off hist schedq "$DURATION"
+		BEFORE_RUN=start_off measure off hist schedq "$DURATION"
+		OFF_CPU=$(calc "$OFF_CPU + $(sched_cpu) - $OFF_CPU1")
+		OFF_S=$(calc "$OFF_S + $(date +%s.%N) - $OFF_T1")
 		BEFORE_RUN=expire_history measure deleting hist schedq "$DURATION"
 		left=$(hist_left)
+		REAP_CPU=$(calc "$REAP_CPU + $(sched_cpu) - $REAP_CPU1")
 		REAP_S=$(calc "$REAP_S + $(date +%s.%N) - $REAP_T1")
 		set_retention -1
 		REAPED=$((REAPED + HIST_BEFORE - left))
@@ -220,7 +233,10 @@ report() {
 	if runs D; then
 		line "D. claims while reaping vs off" deleting off r:retention ">=0.9"
 		echo "     the reaper deleted $REAPED of $HISTORY finished tasks in $(printf '%.0f' "$REAP_S") s of retention on" \
-			"($(printf '%.0f' "$REAP_RATE") rows/s: a million in $(printf '%.0f' "$(calc "1000000 / ($REAP_RATE + 0.001)")") s)"
+			"($(printf '%.0f' "$REAP_RATE") rows/s: a million in $(printf '%.0f' "$(calc "1000000 / ($REAP_RATE + 0.001)")") s);" \
+			"ratio = median of the pairs' ratios"
+		echo "     the database's scheduler (its reaper) used $(printf '%.1f' "$(calc "100 * $REAP_CPU / ($REAP_S + 0.001)")") % of a CPU while deleting," \
+			"$(printf '%.1f' "$(calc "100 * $OFF_CPU / ($OFF_S + 0.001)")") % with retention off"
 	fi
 	echo "  wall time $((T_END - T_START)) s after loading; load average before $LOAD_START, after $LOAD_END"
 }
