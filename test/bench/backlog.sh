@@ -144,7 +144,7 @@ ratio() { ALL[$1]+=" $(printf '%.2f' "$(calc "${ALL[$2]##* } / ${ALL[$3]##* }")"
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
 for ((round = 1; round <= REPEAT; round++)); do
-	log "round $round of $REPEAT"
+	[[ $ONLY == D ]] || log "round $round of $REPEAT"
 	if runs A; then
 		measure small small schedq "$DURATION"
 		measure big big schedq "$DURATION"
@@ -221,7 +221,7 @@ report() {
 	}
 	echo "schedq benchmark: claim + complete against backlog, held xmin, history, retention"
 	echo "  PostgreSQL $(psql_db postgres -c 'SHOW server_version' | cut -d' ' -f1), $(nproc) CPU(s), synchronous_commit=$SYNC_COMMIT;"
-	echo "  pgbench -M prepared, $CLIENTS clients; tasks/s medians of $REPEAT round(s), ratio = median of the rounds' ratios"
+	echo "  pgbench -M prepared, $CLIENTS clients; tasks/s medians of $REPEAT round(s) (D: of its pairs), ratio = median of the rounds' ratios"
 	printf '  %-34s %9s %9s %6s  %-5s\n' "" "measured" baseline ratio target
 	! runs A || line "A. $BIG available vs $SMALL" big small r:big ">=0.9"
 	if runs B; then
