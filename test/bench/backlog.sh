@@ -29,19 +29,24 @@
 #                schedq held / schedq free >= 0.9
 #   C. history   small, then hist: hist / small >= 0.9
 # Then once:
-#   D. retention on hist: slices of BENCH_SECONDS alternate claims alone and
-#                claims while a loop of DELETEs removes the history in
-#                batches of BENCH_DELETE_BATCH (10,000), with the reaper's
-#                own query (finished tasks by finished_at, FOR UPDATE SKIP
-#                LOCKED), one transaction a batch, as an operator's cleanup
-#                job would, until the BENCH_HISTORY tasks are gone (at most
-#                BENCH_RETENTION_PAIRS pairs): median of each pair's ratio
-#                (with / alone) >= 0.9, i.e. a cost <= 10 %.
+#   D. retention on hist, as schedq runs it: the reaper of the database
+#                deletes the finished tasks past schedq.retention, in its
+#                own batches and at its own pace (src/reaper.c).  Pairs of
+#                BENCH_SECONDS slices, interleaved: claims with retention
+#                off (schedq.retention = -1, reloaded), then claims while
+#                the reaper deletes the history (schedq.retention set to
+#                the history's age in seconds, reloaded: every history
+#                task is past it, the tasks the run finishes are not), at
+#                most BENCH_RETENTION_PAIRS pairs or until the history is
+#                gone: median of each pair's ratio (deleting / off) >= 0.9,
+#                i.e. a cost <= 10 %; and the reaper's rate (history rows
+#                gone during the deleting slices / their seconds) and what
+#                a million takes at that rate.
 #
 # Environment (defaults in brackets):
 #   PG_CONFIG  BENCH_SECONDS [20]  BENCH_HOLD_SECONDS [30]  BENCH_CLIENTS [16]
 #   BENCH_SMALL [200000]  BENCH_BIG [2000000]  BENCH_HISTORY [1000000]
-#   BENCH_REPEAT [3]  BENCH_ONLY ["A B C D"]  BENCH_DELETE_BATCH [10000]
+#   BENCH_REPEAT [3]  BENCH_ONLY ["A B C D"; "D" loads only hist]
 #   BENCH_RETENTION_PAIRS [10]  BENCH_SYNCHRONOUS_COMMIT [on]
 #   BENCH_SERVER_CONF  BENCH_OUT
 # Run as root; the server and clients run as the OS user postgres.
@@ -60,20 +65,16 @@ BIG=${BENCH_BIG:-2000000}
 HISTORY=${BENCH_HISTORY:-1000000}
 REPEAT=${BENCH_REPEAT:-3}
 ONLY=${BENCH_ONLY:-"A B C D"}
-DEL_BATCH=${BENCH_DELETE_BATCH:-10000}
 PAIRS=${BENCH_RETENTION_PAIRS:-10}
 SYNC_COMMIT=${BENCH_SYNCHRONOUS_COMMIT:-on}
 EXTRA_CONF=${BENCH_SERVER_CONF:-}
 OUT=${BENCH_OUT:-}
 CHUNK=50000
-for v in DURATION HOLD CLIENTS SMALL BIG HISTORY REPEAT DEL_BATCH PAIRS; do
+for v in DURATION HOLD CLIENTS SMALL BIG HISTORY REPEAT PAIRS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
 runs() { [[ " $ONLY " == *" $1 "* ]]; }
 
-DELETER=''
-stop_deleter() { [[ -z $DELETER ]] || { touch "$TMP/stop"; wait "$DELETER" 2>/dev/null || true; DELETER=''; }; }
-BENCH_CLEANUP_HOOK=stop_deleter
 bench_check_tools initdb pg_ctl psql pgbench
 bench_init
 bench_copy "$HERE/raw_setup.sql" "$HERE/raw_claim_complete.sql" "$HERE/schedq_claim_complete.sql"
@@ -81,11 +82,13 @@ bench_start_server "synchronous_commit = $SYNC_COMMIT
 $EXTRA_CONF"
 
 t0=$(date +%s)
-bench_create_db small raw
+if runs A || runs B || runs C; then
+	bench_create_db small raw
+	bench_submit small "$SMALL" "" "$CHUNK"
+	psql_db small -c "INSERT INTO raw_job (payload) SELECT jsonb_build_object('i', g) FROM generate_series(1, $SMALL) AS g" >/dev/null
+fi
 runs A && bench_create_db big
 runs C || runs D && bench_create_db hist
-bench_submit small "$SMALL" "" "$CHUNK"
-psql_db small -c "INSERT INTO raw_job (payload) SELECT jsonb_build_object('i', g) FROM generate_series(1, $SMALL) AS g" >/dev/null
 ! runs A || bench_submit big "$BIG" "" "$CHUNK"
 if runs C || runs D; then
 	bench_submit hist "$HISTORY" "" "$CHUNK"
@@ -124,6 +127,7 @@ measure() {
 	local key=$1 db=$2 sys=$3 secs=$4 n=$SMALL
 	[[ $db == big ]] && n=$BIG
 	refill "$db" "$sys" "$n"
+	[[ -z ${BEFORE_RUN:-} ]] || "$BEFORE_RUN"
 	[[ -z ${HOLDING:-} ]] || bench_hold_snapshot "$db" $((secs + 10))
 	bench_pgbench "$db" "${sys}_claim_complete.sql" "$CLIENTS" "$secs"
 	if [[ -n ${HOLDING:-} ]]; then
@@ -140,7 +144,7 @@ ratio() { ALL[$1]+=" $(printf '%.2f' "$(calc "${ALL[$2]##* } / ${ALL[$3]##* }")"
 LOAD_START=$(loadavg)
 T_START=$(date +%s)
 for ((round = 1; round <= REPEAT; round++)); do
-	log "round $round of $REPEAT"
+	[[ $ONLY == D ]] || log "round $round of $REPEAT"
 	if runs A; then
 		measure small small schedq "$DURATION"
 		measure big big schedq "$DURATION"
@@ -162,37 +166,49 @@ for ((round = 1; round <= REPEAT; round++)); do
 	fi
 done
 
-# D. retention while claims run
-deleter() { # delete the history in batches until it is gone or told to stop
-	local n
-	while [[ ! -e $TMP/stop ]]; do
-		n=$(psql_db hist -c "WITH d AS (SELECT id FROM schedq.task
-		        WHERE status IN ('done', 'failed', 'canceled', 'skipped') AND finished_at <= '$HIST_CUT'
-		        ORDER BY finished_at LIMIT $DEL_BATCH FOR UPDATE SKIP LOCKED)
-		    DELETE FROM schedq.task t USING d WHERE t.id = d.id RETURNING 1" | wc -l)
-		((n > 0)) || break
-	done
+# D. retention while claims run: the reaper deletes the history
+set_retention() {
+	psql_db postgres -c "ALTER SYSTEM SET schedq.retention = $1" -c "SELECT pg_reload_conf()" >/dev/null
+}
+hist_left() { psql_db hist -c "SELECT count(*) FROM schedq.task WHERE finished_at <= '$HIST_CUT'"; }
+# CPU seconds the hist scheduler (whose reaper deletes) has used so far
+sched_cpu() {
+	[[ -n ${SCHED_PID:-} ]] || SCHED_PID=$(psql_db hist -c "SELECT pid FROM pg_stat_activity WHERE datname = 'hist' AND backend_type = 'schedq scheduler'")
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$SCHED_PID/stat" 2>/dev/null || echo 0
+}
+start_off() { OFF_CPU1=$(sched_cpu); OFF_T1=$(date +%s.%N); }
+# every history task past retention, the tasks this run finishes not (for
+# as many seconds as the history is old: longer than a slice)
+expire_history() {
+	HIST_AGE=$(psql_db hist -c "SELECT floor(extract(epoch FROM now() - '$HIST_CUT'::timestamptz))::int")
+	set_retention "$HIST_AGE"
+	HIST_BEFORE=$(hist_left)
+	REAP_CPU1=$(sched_cpu)
+	REAP_T1=$(date +%s.%N)
 }
 if runs D; then
-	left=$HISTORY
-	DEL_T0=$(date +%s.%N)
-	DEL_S=0
+	left=$(hist_left)
+	REAP_S=0
+	REAPED=0
+	REAP_CPU=0
+	OFF_S=0
+	OFF_CPU=0
 	for ((pair = 1; pair <= PAIRS && left > 0; pair++)); do
-		measure alone hist schedq "$DURATION"
-		refill hist schedq "$SMALL"
-		rm -f "$TMP/stop"
-		deleter &
-		DELETER=$!
-		t1=$(date +%s.%N)
-		bench_pgbench hist schedq_claim_complete.sql "$CLIENTS" "$DURATION"
-		stop_deleter
-		DEL_S=$(calc "$DEL_S + $(date +%s.%N) - $t1")
-		ALL[deleting]+=" $(printf '%.0f' "$PGB_TPS")"
-		left=$(psql_db hist -c "SELECT count(*) FROM schedq.task WHERE finished_at <= '$HIST_CUT'")
-		log "$(printf 'deleting       hist   schedq %3d s: %6.0f tasks/s; history left %d' "$DURATION" "$PGB_TPS" "$left")"
-		ratio r:retention deleting alone
+		set_retention -1
+		BEFORE_RUN=start_off measure off hist schedq "$DURATION"
+		OFF_CPU=$(calc "$OFF_CPU + $(sched_cpu) - $OFF_CPU1")
+		OFF_S=$(calc "$OFF_S + $(date +%s.%N) - $OFF_T1")
+		BEFORE_RUN=expire_history measure deleting hist schedq "$DURATION"
+		left=$(hist_left)
+		REAP_CPU=$(calc "$REAP_CPU + $(sched_cpu) - $REAP_CPU1")
+		REAP_S=$(calc "$REAP_S + $(date +%s.%N) - $REAP_T1")
+		set_retention -1
+		REAPED=$((REAPED + HIST_BEFORE - left))
+		log "  the reaper deleted $((HIST_BEFORE - left)) (retention ${HIST_AGE} s); history left $left"
+		ratio r:retention deleting off
 	done
-	DELETED=$((HISTORY - left))
+	set_retention -1
+	REAP_RATE=$(calc "$REAPED / ($REAP_S + 0.001)")
 fi
 T_END=$(date +%s)
 LOAD_END=$(loadavg)
@@ -204,8 +220,8 @@ report() {
 			"$(median "${ALL[$4]}")" "$5" "${ALL[$4]# }"
 	}
 	echo "schedq benchmark: claim + complete against backlog, held xmin, history, retention"
-	echo "  PostgreSQL $(psql_db small -c 'SHOW server_version' | cut -d' ' -f1), $(nproc) CPU(s), synchronous_commit=$SYNC_COMMIT;"
-	echo "  pgbench -M prepared, $CLIENTS clients; tasks/s medians of $REPEAT round(s), ratio = median of the rounds' ratios"
+	echo "  PostgreSQL $(psql_db postgres -c 'SHOW server_version' | cut -d' ' -f1), $(nproc) CPU(s), synchronous_commit=$SYNC_COMMIT;"
+	echo "  pgbench -M prepared, $CLIENTS clients; tasks/s medians of $REPEAT round(s) (D: of its pairs), ratio = median of the rounds' ratios"
 	printf '  %-34s %9s %9s %6s  %-5s\n' "" "measured" baseline ratio target
 	! runs A || line "A. $BIG available vs $SMALL" big small r:big ">=0.9"
 	if runs B; then
@@ -215,8 +231,12 @@ report() {
 	fi
 	! runs C || line "C. +$HISTORY done kept vs fresh" hist fresh r:hist ">=0.9"
 	if runs D; then
-		line "D. claims while deleting vs alone" deleting alone r:retention ">=0.9"
-		echo "     deleted $DELETED of $HISTORY finished tasks in $(printf '%.0f' "$DEL_S") s of deleting ($(printf '%.0f' "$(calc "$DELETED / ($DEL_S + 0.001)")") rows/s), batches of $DEL_BATCH"
+		line "D. claims while reaping vs off" deleting off r:retention ">=0.9"
+		echo "     the reaper deleted $REAPED of $HISTORY finished tasks in $(printf '%.0f' "$REAP_S") s of retention on" \
+			"($(printf '%.0f' "$REAP_RATE") rows/s: a million in $(printf '%.0f' "$(calc "1000000 / ($REAP_RATE + 0.001)")") s);" \
+			"ratio = median of the pairs' ratios"
+		echo "     the database's scheduler (its reaper) used $(printf '%.1f' "$(calc "100 * $REAP_CPU / ($REAP_S + 0.001)")") % of a CPU while deleting," \
+			"$(printf '%.1f' "$(calc "100 * $OFF_CPU / ($OFF_S + 0.001)")") % with retention off"
 	fi
 	echo "  wall time $((T_END - T_START)) s after loading; load average before $LOAD_START, after $LOAD_END"
 }
