@@ -294,8 +294,9 @@ ctl_result_status(PGconn *conn, PGresult *res, CtlRole role, const char *what)
 }
 
 /*
- * A text[] literal of the given strings, each element double-quoted with
- * backslash escapes: it is passed as a parameter's value, never as SQL.
+ * An array literal (text[], jsonb[]) of the given strings, each element
+ * double-quoted with backslash escapes, a NULL item as NULL: it is passed
+ * as a parameter's value, never as SQL.
  */
 char *
 ctl_text_array(char **items, int n)
@@ -308,6 +309,11 @@ ctl_text_array(char **items, int n)
 	{
 		if (i > 0)
 			ctl_buf_appends(&buf, ",");
+		if (items[i] == NULL)
+		{
+			ctl_buf_appends(&buf, "NULL");
+			continue;
+		}
 		ctl_buf_appends(&buf, "\"");
 		for (const char *p = items[i]; *p; p++)
 		{

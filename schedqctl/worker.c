@@ -903,36 +903,6 @@ slot_done(Slot *s)
 		   WEXITSTATUS(s->wstatus) == 0;
 }
 
-/* A jsonb[] literal of results; NULL elements for no result. */
-static char *
-results_array(char **results, int n)
-{
-	CtlBuf buf;
-
-	ctl_buf_init(&buf);
-	ctl_buf_appends(&buf, "{");
-	for (int i = 0; i < n; i++)
-	{
-		if (i > 0)
-			ctl_buf_appends(&buf, ",");
-		if (results[i] == NULL)
-		{
-			ctl_buf_appends(&buf, "NULL");
-			continue;
-		}
-		ctl_buf_appends(&buf, "\"");
-		for (const char *p = results[i]; *p; p++)
-		{
-			if (*p == '"' || *p == '\\')
-				ctl_buf_appends(&buf, "\\");
-			ctl_buf_append(&buf, p, 1);
-		}
-		ctl_buf_appends(&buf, "\"");
-	}
-	ctl_buf_appends(&buf, "}");
-	return buf.data;
-}
-
 /* complete_and_claim: the claim's columns, as claim_sql has them. */
 static const char *const complete_and_claim_sql =
 	"SELECT id, attempt, queue, kind, payload, run_id, token, "
@@ -1012,7 +982,7 @@ worker_report_finished(Worker *w)
 			results[i] = slot_result(w, done[i], w->max_result);
 		}
 		tokens_param = ctl_text_array(tokens, ndone);
-		results_param = results_array(results, ndone);
+		results_param = ctl_text_array(results, ndone);
 	}
 	if (ndone > 0 && !w->stopping)
 	{
