@@ -730,6 +730,21 @@ static const char *const claim_sql =
 	"$5::interval)";
 
 /*
+ * Is a claim's error one of our arguments' (docs/reference.md, claim's
+ * SQLSTATEs: 22004, 22023, 2202E, 54000, 0A000, 55000)?  Those repeat on
+ * every try; other errors (57014 canceled, 40001, 40P01, 55P03, XX000)
+ * come from what else ran at the time.
+ */
+static bool
+claim_error_is_ours(const char *state)
+{
+	if (state == NULL || strlen(state) != 5)
+		return false;
+	return strncmp(state, "22", 2) == 0 || strncmp(state, "54", 2) == 0 ||
+		   strncmp(state, "0A", 2) == 0 || strcmp(state, "55000") == 0;
+}
+
+/*
  * Take the answer of a claim: start a program for each task claimed, in a
  * free slot.  Returns how many were claimed, or -1 if the claim failed
  * (the connection is then dropped, to be made again after a back-off).
@@ -742,15 +757,23 @@ worker_claim_take(Worker *w, PGresult *res)
 
 	if (worker_check(w, res, "claim") != 0)
 	{
+		const char *state =
+			res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		bool		ours = claim_error_is_ours(state);
+
 		PQclear(res);
 		if (w->conn != NULL)
 		{
 			/*
-			 * An error that is not the connection's.  The first claim's is
-			 * our arguments' (--lease, --queue): give up.  A later one may
-			 * pass: back off as after a disconnect, rather than spin.
+			 * An error that is not the connection's.  If the first claim
+			 * fails on our arguments (--lease, --queue, --caps: a data
+			 * exception, a limit, a feature or state claim refuses), they
+			 * will never pass: give up.  Anything else (canceled, a
+			 * serialization failure, a deadlock, a lock timeout, an
+			 * internal error), and any later error, may pass: back off as
+			 * after a disconnect, rather than spin.
 			 */
-			if (!w->claimed_ok)
+			if (!w->claimed_ok && ours)
 			{
 				for (int i = 0; i < w->concurrency; i++)
 					if (w->slots[i].used && w->slots[i].pid > 0)

@@ -39,7 +39,8 @@ bench_check_tools() {
 
 # Make the temp dir and install the cleanup trap.  Sets TMP, PGDATA_DIR,
 # STARTED, RUNAS.  BENCH_CLEANUP_HOOK, if set, names a function run first
-# by the cleanup (to stop clients the runner started).
+# by the cleanup (to stop clients the runner started), with the exit
+# status as its argument.
 bench_init() {
 	TMP=$(mktemp -d "${TMPDIR:-/tmp}/schedq-$BENCH_NAME.XXXXXX")
 	PGDATA_DIR=$TMP/data
@@ -67,7 +68,7 @@ bench_stop_server() {
 bench_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if [[ -n ${BENCH_CLEANUP_HOOK:-} ]]; then "$BENCH_CLEANUP_HOOK" || true; fi
+	if [[ -n ${BENCH_CLEANUP_HOOK:-} ]]; then "$BENCH_CLEANUP_HOOK" "$rc" || true; fi
 	bench_stop_server
 	if [[ $rc != 0 && $rc != 130 && -f $TMP/server.log ]]; then
 		echo "$BENCH_NAME: failed (exit $rc); last lines of the server log:" >&2

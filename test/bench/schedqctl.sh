@@ -17,9 +17,14 @@
 # Environment: PG_CONFIG (default PostgreSQL 15), BENCH_TASKS (2000),
 # BENCH_CONCURRENCY ("1 8"), BENCH_SECONDS (5), BENCH_SQL_TASKS (50000,
 # the preload of the SQL runs: more than they can finish), SCHEDQCTL (the
-# binary, default: the installed one).  Run as root, the server
-# and the clients run as the OS user postgres.  Needs schedqctl installed
-# (make install).
+# binary, default: the installed one), BENCH_WORKER_LOGS (a directory:
+# each worker's log is copied there as worker.C.log).  Run as root, the
+# server and the clients run as the OS user postgres.  Needs schedqctl
+# installed (make install).
+#
+# A worker that exits before its tasks are done fails the run at once;
+# on any failure the worker's exit status and the last 50 lines of its
+# log are printed (before the server log's tail).
 
 set -euo pipefail
 
@@ -36,15 +41,30 @@ SECONDS_SQL=${BENCH_SECONDS:-5}
 SQL_TASKS=${BENCH_SQL_TASKS:-50000}
 DB=bench
 WORKER_PID=
+WORKER_LOG=
+WORKER_STATUS=
 
+# Stop the worker (if still running) and record its exit status.
 stop_worker() {
 	if [[ -n $WORKER_PID ]]; then
 		kill -TERM "$WORKER_PID" 2>/dev/null || true
-		wait "$WORKER_PID" 2>/dev/null || true
+		WORKER_STATUS=0
+		wait "$WORKER_PID" 2>/dev/null || WORKER_STATUS=$?
 		WORKER_PID=
 	fi
 }
-BENCH_CLEANUP_HOOK=stop_worker
+
+# The cleanup hook (lib.sh passes the exit status): on a failure, say how
+# the worker ended and what it logged last.
+cleanup_worker() {
+	local rc=${1:-0}
+	stop_worker
+	if [[ $rc != 0 && -n $WORKER_LOG && -f $WORKER_LOG ]]; then
+		echo "$BENCH_NAME: worker exit status ${WORKER_STATUS:-?}; last lines of $WORKER_LOG:" >&2
+		tail -n 50 "$WORKER_LOG" | sed 's/^/    /' >&2
+	fi
+}
+BENCH_CLEANUP_HOOK=cleanup_worker
 
 bench_init
 bench_start_server "autovacuum = on
@@ -64,19 +84,29 @@ submit() { # n
 printf '%-12s %12s %12s %18s\n' concurrency "ctl tasks/s" "sql tasks/s" "overhead/task"
 for c in $CONCURRENCY; do
 	submit "$TASKS"
+	WORKER_LOG=$TMP/worker.$c.log
+	WORKER_STATUS=
 	start=$(now)
 	# Not through runuser: the worker is a client, and stop_worker must
 	# signal it, not runuser.
 	"$SCHEDQCTL" worker -d "host=$TMP port=$PORT dbname=$DB user=postgres" \
-		--concurrency "$c" -- true 2>"$TMP/worker.log" &
+		--concurrency "$c" -- true 2>"$WORKER_LOG" &
 	WORKER_PID=$!
 	deadline=$(($(date +%s) + 600))
-	while [[ $(psql_q -c "SELECT count(*) FROM schedq.task WHERE status = 'done'") != "$TASKS" ]]; do
-		(($(date +%s) < deadline)) || die "the worker did not finish $TASKS tasks in 600 s"
+	while :; do
+		# A failed look (psql) is just looked at again.
+		n_done=$(psql_q -c "SELECT count(*) FROM schedq.task WHERE status = 'done'") || n_done=
+		[[ $n_done != "$TASKS" ]] || break
+		if ! kill -0 "$WORKER_PID" 2>/dev/null; then
+			stop_worker # reaps it: WORKER_STATUS
+			die "the worker exited (status $WORKER_STATUS) with $n_done of $TASKS tasks done"
+		fi
+		(($(date +%s) < deadline)) || die "the worker did not finish $TASKS tasks in 600 s ($n_done done)"
 		sleep 0.05
 	done
 	end=$(now)
 	stop_worker
+	[[ -z ${BENCH_WORKER_LOGS:-} ]] || cp "$WORKER_LOG" "$BENCH_WORKER_LOGS/worker.$c.log"
 	ctl=$(calc "$TASKS / ($end - $start)")
 
 	# SQL level: enough tasks that the queue never runs dry.

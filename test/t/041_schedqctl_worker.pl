@@ -28,7 +28,10 @@
 #	      changes nothing, and the same call claims the next task;
 #	  (i) a batch the server refuses (a result over a limit lowered
 #	      meanwhile) is reported task by task, shrunk, and the next task is
-#	      claimed.
+#	      claimed;
+#	  (j) a first claim that fails for a reason other than its arguments
+#	      (canceled while it waits for a lock) is logged and retried after
+#	      a back-off: the worker does not exit, and runs the next task.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
 #	  prove; see the header of check.sh for the environment every TAP test
@@ -496,6 +499,37 @@ like(slurp("$dir/refuse.log"), qr/error: complete_and_claim: .*\n(.*\n)*.*task $
 	'(i) the refusal is logged, then the task as done');
 $w->signal('TERM');
 is(wait_exit($w, 60), 0, '(i) the worker exits');
+
+#
+# (j) The first claim is canceled (it waits for a lock on schedq.task that
+#     a session holds): not an error of the worker's arguments, so the
+#     worker logs it, backs off and claims again, rather than exit 1.
+#
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN');
+$holder->query_safe('LOCK TABLE schedq.task IN ACCESS EXCLUSIVE MODE');
+$since = q1('SELECT now()');
+$w = start_worker($node, 'worker', [ '--queue' => 'fc' ], ['true'], "$dir/firstclaim.log");
+my $blocked = "SELECT count(*) FROM pg_stat_activity WHERE usename = 'worker'"
+  . " AND backend_start > '$since' AND wait_event_type = 'Lock'"
+  . " AND query LIKE '%schedq.claim(%'";
+ok(defined poll_until($node, 'postgres', $blocked, '1', 30),
+	'(j) the first claim waits for the lock');
+is( q1("SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE usename = 'worker'"
+		  . " AND backend_start > '$since' AND wait_event_type = 'Lock'"
+		  . " AND query LIKE '%schedq.claim(%'"),
+	'1', '(j) and is canceled');
+ok(wait_for(sub { slurp("$dir/firstclaim.log") =~ /error: claim: .*cancel/ }, 30,
+		'the cancel to be logged'),
+	'(j) the canceled claim is logged');
+$holder->query_safe('COMMIT');
+$holder->quit;
+my $tfc = submit_as_app("SELECT schedq.submit('fc', queue => 'fc')");
+ok(defined poll_until($node, 'postgres',
+		"SELECT status FROM schedq.task WHERE id = $tfc", 'done', 60),
+	'(j) the worker carries on: the next task is done');
+$w->signal('TERM');
+is(wait_exit($w, 60), 0, '(j) the worker exits 0 on SIGTERM');
 
 $node->stop;
 done_testing();
