@@ -27,6 +27,7 @@ OBJS = \
 	src/executor.o \
 	src/utility.o \
 	src/submit.o \
+	src/direct.o \
 	src/claim.o \
 	src/await.o \
 	src/attempt.o \

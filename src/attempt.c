@@ -23,6 +23,7 @@
 #include "attempt.h"
 #include "call.h"
 #include "check.h"
+#include "direct.h"
 #include "grant.h"
 #include "metrics.h"
 #include "plan.h"
@@ -53,21 +54,6 @@ static SchedqQuery q_complete_tid =
 				 " SET status = 'done', result = $4, finished_at = now()"
 				 " WHERE ctid = $5 AND" ATTEMPT_IS_RUNNING,
 				 INT8OID, INT4OID, INT8OID, JSONBOID, TIDOID);
-/*
- * The status test is written so that it does not match the predicate of
- * task_running_idx: a generic plan would otherwise read every running
- * task through that index to find these.
- */
-static SchedqQuery q_complete_many =
-	SCHEDQ_QUERY("UPDATE schedq.task t"
-				 " SET status = 'done', finished_at = now(),"
-				 "     result = ($4)[array_position($1, t.id)]"
-				 " WHERE t.id = ANY ($1)"
-				 "   AND t.attempts = ($2)[array_position($1, t.id)]"
-				 "   AND t.claim_nonce = ($3)[array_position($1, t.id)]"
-				 "   AND COALESCE(t.status, '') = 'running'"
-				 " RETURNING t.id",
-				 INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID);
 /* $3 NULL: any nonce (the reaper, which locked the row itself) */
 static SchedqQuery q_fail_lock =
 	SCHEDQ_QUERY("SELECT attempts - retry_base >= max_attempts,"
@@ -199,14 +185,31 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 static bool
 attempt_complete_one(Datum *values, char *nulls)
 {
-	ClaimedRow *slot = claimed_row_slot(DatumGetInt64(values[0]));
+	int64		task_id = DatumGetInt64(values[0]);
+	int32		attempt = DatumGetInt32(values[1]);
+	ClaimedRow *slot = claimed_row_slot(task_id);
+	ItemPointerData hint;
 
-	if (slot->task_id == DatumGetInt64(values[0]) &&
-		slot->attempt == DatumGetInt32(values[1]))
+	ItemPointerSetInvalid(&hint);
+	if (slot->task_id == task_id && slot->attempt == attempt)
 	{
-		values[4] = PointerGetDatum(&slot->tid);
-		nulls[4] = ' ';
+		hint = slot->tid;
 		slot->task_id = 0;
+	}
+	switch (schedq_direct_complete(task_id, attempt, DatumGetInt64(values[2]),
+								   values[3], nulls[3] == 'n', &hint))
+	{
+		case DIRECT_DONE:
+			return true;
+		case DIRECT_STALE:
+			return false;
+		case DIRECT_FALLBACK:
+			break;
+	}
+	if (ItemPointerIsValid(&hint))
+	{
+		values[4] = PointerGetDatum(&hint);
+		nulls[4] = ' ';
 		if (schedq_run(&q_complete_tid, values, nulls, 0, SPI_OK_UPDATE) == 1)
 			return true;
 	}
@@ -240,15 +243,6 @@ schedq_complete(PG_FUNCTION_ARGS)
 	if (done)
 		schedq_count(METRIC_TASKS_COMPLETED, 1);
 	PG_RETURN_BOOL(done);
-}
-
-static int
-attempt_cmp_int64(const void *a, const void *b)
-{
-	int64 x = *(const int64 *) a;
-	int64 y = *(const int64 *) b;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
 /*
@@ -310,87 +304,56 @@ schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 	}
 }
 
+/* Token places in task id order, a task's first place first. */
+static int
+attempt_cmp_place(const void *a, const void *b, void *arg)
+{
+	SchedqTokens *t = arg;
+	int			  x = *(const int *) a;
+	int			  y = *(const int *) b;
+	int64		  idx = DatumGetInt64(t->ids[x]);
+	int64		  idy = DatumGetInt64(t->ids[y]);
+
+	if (idx != idy)
+		return idx < idy ? -1 : 1;
+	return x - y;
+}
+
 /*
  * Complete the attempts read by schedq_tokens_read; set t->completed[i]
- * where token i's attempt was running and is now done (a task given twice
- * counts once, at its first place).  One token takes complete()'s path
- * (the claimed-row hint first); more take one UPDATE through the primary
- * key.  Returns how many were completed.  Inside the caller's SPI
- * connection.
+ * where token i's attempt was running and is now done.  In task id order,
+ * the order in which an UPDATE through the primary key would lock the
+ * rows; a task given twice counts once, at its first place.  Returns how
+ * many were completed.  Inside the caller's SPI connection.
  */
 int
 schedq_complete_tokens(SchedqTokens *t)
 {
-	Datum  values[5];
-	char   nulls[5] = { ' ', ' ', ' ', ' ', ' ' };
-	int64 *done;
-	bool  *used;
-	int	   n = t->n;
-	int	   ndone;
+	int *order;
+	int	 ndone = 0;
 
-	if (n == 0)
+	if (t->n == 0)
 		return 0;
-	if (n == 1)
+	order = palloc(sizeof(int) * t->n);
+	for (int i = 0; i < t->n; i++)
+		order[i] = i;
+	qsort_arg(order, t->n, sizeof(int), attempt_cmp_place, t);
+	for (int k = 0; k < t->n; k++)
 	{
-		values[0] = t->ids[0];
-		values[1] = t->attempts[0];
-		values[2] = t->nonces[0];
-		values[3] = t->results ? t->results[0] : (Datum) 0;
-		nulls[3] = t->results && !t->result_nulls[0] ? ' ' : 'n';
-		t->completed[0] = attempt_complete_one(values, nulls);
-		ndone = t->completed[0] ? 1 : 0;
-		if (ndone > 0)
-			schedq_count(METRIC_TASKS_COMPLETED, ndone);
-		return ndone;
-	}
+		int	  i = order[k];
+		Datum values[5];
+		char  nulls[5] = { ' ', ' ', ' ', ' ', 'n' };
 
-	values[0] =
-		PointerGetDatum(construct_array(t->ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
-										TYPALIGN_DOUBLE));
-	values[1] = PointerGetDatum(
-		construct_array(t->attempts, n, INT4OID, 4, true, TYPALIGN_INT));
-	values[2] =
-		PointerGetDatum(construct_array(t->nonces, n, INT8OID, 8,
-										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	if (t->results != NULL)
-	{
-		int lbound = 1; /* whatever the caller's array had */
-
-		values[3] = PointerGetDatum(
-			construct_md_array(t->results, t->result_nulls, 1, &n, &lbound,
-							   JSONBOID, -1, false, TYPALIGN_INT));
-	}
-	else
-		nulls[3] = 'n';
-
-	/*
-	 * One UPDATE through the primary key.  A task given twice takes its
-	 * attempt, nonce and result from its first place (array_position).
-	 */
-	ndone =
-		schedq_run(&q_complete_many, values, nulls, 0, SPI_OK_UPDATE_RETURNING);
-	done = palloc(sizeof(int64) * Max(ndone, 1));
-	for (int i = 0; i < ndone; i++)
-	{
-		bool isnull;
-
-		done[i] =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	}
-
-	/* true at the first place of each task that was completed */
-	qsort(done, ndone, sizeof(int64), attempt_cmp_int64);
-	used = palloc0(sizeof(bool) * Max(ndone, 1));
-	for (int i = 0; i < n; i++)
-	{
-		int64  id = DatumGetInt64(t->ids[i]);
-		int64 *hit =
-			bsearch(&id, done, ndone, sizeof(int64), attempt_cmp_int64);
-
-		t->completed[i] = hit != NULL && !used[hit - done];
-		if (hit != NULL)
-			used[hit - done] = true;
+		if (k > 0 && t->ids[order[k - 1]] == t->ids[i])
+			continue;
+		values[0] = t->ids[i];
+		values[1] = t->attempts[i];
+		values[2] = t->nonces[i];
+		values[3] = t->results ? t->results[i] : (Datum) 0;
+		nulls[3] = t->results && !t->result_nulls[i] ? ' ' : 'n';
+		t->completed[i] = attempt_complete_one(values, nulls);
+		if (t->completed[i])
+			ndone++;
 	}
 	if (ndone > 0)
 		schedq_count(METRIC_TASKS_COMPLETED, ndone);

@@ -32,6 +32,7 @@
 #include "utils/timestamp.h"
 
 #include "call.h"
+#include "direct.h"
 #include "metrics.h"
 #include "plan.h"
 #include "task.h"
@@ -155,6 +156,74 @@ submit_check_references(SchedqCall *call, SchedqTaskOptions *opts)
 }
 
 /*
+ * The status a new task with these (checked) options starts in, with its
+ * wake-up arranged: 'available' when nothing gates it, as promotion would
+ * have made it, else 'pending' for the scheduler.
+ */
+static const char *
+submit_status(const SchedqTaskOptions *opts)
+{
+	if (schedq_task_options_gated(opts))
+	{
+		schedq_wake_scheduler_at_commit();
+		return schedq_task_status_names[TASK_PENDING];
+	}
+	schedq_task_available_at_commit(
+		TextDatumGetCString(opts->v[OPT_QUEUE]),
+		DatumGetArrayTypeP(opts->v[OPT_REQUIRED_CAPS]),
+		DatumGetInt32(opts->v[OPT_PRIORITY]),
+		DatumGetTimestampTz(opts->v[OPT_RUN_AT]),
+		PG_INT64_MIN /* the id is not drawn yet: any bound will do */);
+	return schedq_task_status_names[TASK_AVAILABLE];
+}
+
+/*
+ * The parameters of TASK_INSERT for these options and status.
+ */
+static void
+submit_insert_params(SchedqCall *call, const SchedqTaskOptions *opts,
+					 const char *status, Datum *values, char *nulls)
+{
+	for (int i = 0; i < TASK_NUM_OPTIONS; i++)
+	{
+		values[i] = opts->v[i];
+		nulls[i] = opts->null[i] ? 'n' : ' ';
+	}
+	values[TASK_NUM_OPTIONS] = CStringGetTextDatum(status);
+	nulls[TASK_NUM_OPTIONS] = ' ';
+	values[TASK_NUM_OPTIONS + 1] = ObjectIdGetDatum(call->caller);
+	nulls[TASK_NUM_OPTIONS + 1] = ' ';
+}
+
+/*
+ * Insert n tasks without dedup_key (checked options, references checked),
+ * in order; their ids go to ids[i].  Directly (direct.c), or with one
+ * INSERT each where the direct path declines.
+ */
+static void
+submit_insert(SchedqCall *call, const SchedqTaskOptions *const *opts, int n,
+			  Datum *ids)
+{
+	const char **statuses = palloc(sizeof(char *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		statuses[i] = submit_status(opts[i]);
+	if (!schedq_direct_insert(opts, statuses, n, call->caller, ids))
+		for (int i = 0; i < n; i++)
+		{
+			Datum values[TASK_NUM_OPTIONS + 2];
+			char  nulls[TASK_NUM_OPTIONS + 2];
+			bool  isnull;
+
+			submit_insert_params(call, opts[i], statuses[i], values, nulls);
+			schedq_run(&q_insert, values, nulls, 0, SPI_OK_INSERT_RETURNING);
+			ids[i] = SPI_getbinval(SPI_tuptable->vals[0],
+								   SPI_tuptable->tupdesc, 1, &isnull);
+		}
+	schedq_count(METRIC_TASKS_SUBMITTED, n);
+}
+
+/*
  * Insert one task, or find the live task holding its dedup_key.  Returns
  * the id.  The caller has checked the options.
  */
@@ -163,45 +232,24 @@ submit_one(SchedqCall *call, SchedqTaskOptions *opts)
 {
 	Datum values[TASK_NUM_OPTIONS + 2];
 	char  nulls[TASK_NUM_OPTIONS + 2];
-	bool  gated;
 	bool  isnull;
 
 	submit_check_references(call, opts);
-	gated = schedq_task_options_gated(opts);
-
-	for (int i = 0; i < TASK_NUM_OPTIONS; i++)
-	{
-		values[i] = opts->v[i];
-		nulls[i] = opts->null[i] ? 'n' : ' ';
-	}
-	values[TASK_NUM_OPTIONS] = CStringGetTextDatum(
-		schedq_task_status_names[gated ? TASK_PENDING : TASK_AVAILABLE]);
-	nulls[TASK_NUM_OPTIONS] = ' ';
-	values[TASK_NUM_OPTIONS + 1] = ObjectIdGetDatum(call->caller);
-	nulls[TASK_NUM_OPTIONS + 1] = ' ';
-
-	if (gated)
-		schedq_wake_scheduler_at_commit();
-	else
-		schedq_task_available_at_commit(
-			TextDatumGetCString(opts->v[OPT_QUEUE]),
-			DatumGetArrayTypeP(opts->v[OPT_REQUIRED_CAPS]),
-			DatumGetInt32(opts->v[OPT_PRIORITY]),
-			DatumGetTimestampTz(opts->v[OPT_RUN_AT]),
-			PG_INT64_MIN /* the id is not drawn yet: any bound will do */);
 
 	if (opts->null[OPT_DEDUP_KEY])
 	{
-		schedq_run(&q_insert, values, nulls, 0, SPI_OK_INSERT_RETURNING);
-		schedq_count(METRIC_TASKS_SUBMITTED, 1);
-		return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 1, &isnull));
+		const SchedqTaskOptions *one = opts;
+		Datum					 id;
+
+		submit_insert(call, &one, 1, &id);
+		return DatumGetInt64(id);
 	}
 
 	/*
 	 * With a dedup_key: insert unless a live task holds the key.  The
 	 * holder may finish between the two statements, so try a few times.
 	 */
+	submit_insert_params(call, opts, submit_status(opts), values, nulls);
 	for (int tries = 0; tries < 3; tries++)
 	{
 		if (schedq_run(&q_insert_dedup, values, nulls, 0,
@@ -349,66 +397,8 @@ many_check(Jsonb *tasks)
 	}
 }
 
-/*
- * The batch path of submit_many: the elements that need no other row
- * (no dedup_key, run_id, depends_on or budgets) in one INSERT ... SELECT
- * over arrays of their checked options, one array per column, in array
- * order.  The arrays are unnested in the select list, in lockstep and
- * without a tuplestore, so the rows (and the ids drawn for them, and the
- * ids returned) come in array order.  required_caps, an array per
- * element, travels as its text (NULL for none).  The status is decided in
- * C, as submit_one decides it.  At most SUBMIT_BATCH_MAX elements go in
- * one statement, which bounds the size of its arrays.
- */
-#define SUBMIT_BATCH_MAX 10000 /* most elements per statement */
-
-enum
-{
-	MANY_KIND,
-	MANY_PAYLOAD,
-	MANY_QUEUE,
-	MANY_PRIORITY,
-	MANY_RUN_AT,
-	MANY_MAX_ATTEMPTS,
-	MANY_TIMEOUT,
-	MANY_LOCK_KEY,
-	MANY_VERSION,
-	MANY_CONCURRENCY_KEY,
-	MANY_REQUIRED_CAPS,
-	MANY_COST,
-	MANY_STATUS,
-	MANY_NUM_COLUMNS
-};
-
-/* The option each column holds (-1: not an option). */
-static const int many_column_option[MANY_NUM_COLUMNS] = {
-	OPT_KIND,	 OPT_PAYLOAD,		  OPT_QUEUE,   OPT_PRIORITY,
-	OPT_RUN_AT,	 OPT_MAX_ATTEMPTS,	  OPT_TIMEOUT, OPT_LOCK_KEY,
-	OPT_VERSION, OPT_CONCURRENCY_KEY, -1,		   OPT_COST,
-	-1,
-};
-static const Oid many_column_type[MANY_NUM_COLUMNS] = {
-	TEXTOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT4OID, INTERVALOID,
-	TEXTOID, INT8OID,  TEXTOID, TEXTOID, NUMERICOID,	 TEXTOID,
-};
-
-static SchedqQuery q_insert_many = SCHEDQ_QUERY(
-	"INSERT INTO schedq.task (kind, payload, queue, priority, run_at,"
-	" max_attempts, timeout, lock_key, version, concurrency_key,"
-	" required_caps, cost, status, owner)"
-	" SELECT kind, payload, queue, priority, run_at, max_attempts, timeout,"
-	"   lock_key, version, concurrency_key,"
-	"   coalesce(required_caps::text[], '{}'), cost, status, $14::regrole"
-	" FROM (SELECT unnest($1) kind, unnest($2) payload, unnest($3) queue,"
-	"   unnest($4) priority, unnest($5) run_at, unnest($6) max_attempts,"
-	"   unnest($7) timeout, unnest($8) lock_key, unnest($9) version,"
-	"   unnest($10) concurrency_key, unnest($11) required_caps,"
-	"   unnest($12) cost, unnest($13) status) u"
-	" RETURNING id",
-	TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	TIMESTAMPTZARRAYOID, INT4ARRAYOID, INTERVALARRAYOID, TEXTARRAYOID,
-	INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, NUMERICARRAYOID, TEXTARRAYOID,
-	OIDOID);
+/* Most elements inserted together by submit_batch. */
+#define SUBMIT_BATCH_MAX 10000
 
 /*
  * Does this element (checked options) need submit_one: a query of its
@@ -427,87 +417,20 @@ submit_needs_one(const SchedqTaskOptions *opts)
 
 /*
  * Insert the elements rows[0..n-1] of opts (checked, none needing
- * submit_one) with one statement, in that order; their ids go to
- * ids[rows[i]].  Arranges their wake-ups as submit_one does.
+ * submit_one) together, in that order; their ids go to ids[rows[i]].
  */
 static void
 submit_batch(SchedqCall *call, SchedqTaskOptions *opts, const int *rows, int n,
 			 Datum *ids)
 {
-	Datum values[MANY_NUM_COLUMNS + 1];
-	bool  any_gated = false;
-	bool  isnull;
-	int	  lb = 1;
+	const SchedqTaskOptions **batch = palloc(sizeof(void *) * Max(n, 1));
+	Datum					 *batch_ids = palloc(sizeof(Datum) * Max(n, 1));
 
-	if (n == 0)
-		return;
-
-	for (int c = 0; c < MANY_NUM_COLUMNS; c++)
-	{
-		Datum *elems = palloc(n * sizeof(Datum));
-		bool  *nulls = palloc(n * sizeof(bool));
-		int16  typlen;
-		bool   typbyval;
-		char   typalign;
-
-		for (int i = 0; i < n; i++)
-		{
-			SchedqTaskOptions *o = &opts[rows[i]];
-			int				   opt = many_column_option[c];
-
-			nulls[i] = false;
-			if (opt >= 0)
-			{
-				elems[i] = o->v[opt];
-				nulls[i] = o->null[opt];
-			}
-			else if (c == MANY_STATUS)
-			{
-				bool gated = schedq_task_options_gated(o);
-
-				elems[i] = CStringGetTextDatum(
-					schedq_task_status_names[gated ? TASK_PENDING :
-													 TASK_AVAILABLE]);
-				if (gated)
-					any_gated = true;
-				else
-					schedq_task_available_at_commit(
-						TextDatumGetCString(o->v[OPT_QUEUE]),
-						DatumGetArrayTypeP(o->v[OPT_REQUIRED_CAPS]),
-						DatumGetInt32(o->v[OPT_PRIORITY]),
-						DatumGetTimestampTz(o->v[OPT_RUN_AT]),
-						PG_INT64_MIN /* the ids are not drawn yet */);
-			}
-			else
-			{
-				ArrayType *caps = DatumGetArrayTypeP(o->v[OPT_REQUIRED_CAPS]);
-
-				Assert(c == MANY_REQUIRED_CAPS);
-				nulls[i] = ArrayGetNItems(ARR_NDIM(caps), ARR_DIMS(caps)) == 0;
-				if (!nulls[i])
-					elems[i] = CStringGetTextDatum(
-						OidOutputFunctionCall(F_ARRAY_OUT,
-											  PointerGetDatum(caps)));
-			}
-		}
-		get_typlenbyvalalign(many_column_type[c], &typlen, &typbyval,
-							 &typalign);
-		values[c] = PointerGetDatum(
-			construct_md_array(elems, nulls, 1, &n, &lb, many_column_type[c],
-							   typlen, typbyval, typalign));
-	}
-	values[MANY_NUM_COLUMNS] = ObjectIdGetDatum(call->caller);
-	if (any_gated)
-		schedq_wake_scheduler_at_commit();
-
-	if (schedq_run(&q_insert_many, values, NULL, 0, SPI_OK_INSERT_RETURNING) !=
-		n)
-		elog(ERROR, "submit_many inserted " UINT64_FORMAT " tasks of %d",
-			 SPI_processed, n);
 	for (int i = 0; i < n; i++)
-		ids[rows[i]] = SPI_getbinval(SPI_tuptable->vals[i],
-									 SPI_tuptable->tupdesc, 1, &isnull);
-	schedq_count(METRIC_TASKS_SUBMITTED, n);
+		batch[i] = &opts[rows[i]];
+	submit_insert(call, batch, n, batch_ids);
+	for (int i = 0; i < n; i++)
+		ids[rows[i]] = batch_ids[i];
 }
 
 PG_FUNCTION_INFO_V1(schedq_submit_many);

@@ -1,0 +1,599 @@
+/*-------------------------------------------------------------------------
+ * direct.c
+ *	  Writes to schedq.task without the SQL executor: the rows of submit
+ *	  and submit_many (but dedup keys) and complete of a plain task.
+ *
+ * These are the busiest writes of schedq, and each is one row.  Through
+ * the executor, most of their cost was not the row but the statement:
+ * executor start-up, opening and locking all thirteen indexes of the
+ * table, building their IndexInfo and preparing ten partial-index
+ * predicates, all again for every statement.  Here the table's indexes
+ * are described once per backend (their IndexInfo with predicate and
+ * expressions prepared, in a cache the relcache invalidates), and a write
+ * locks and inserts into only the indexes whose predicate the new row
+ * version satisfies.
+ *
+ * The calls are the executor's own: heap_insert/heap_multi_insert and
+ * heap_update (TOAST, WAL, statistics and HOT are theirs), index_insert
+ * with the unique check of a unique index, and for an update a row lock
+ * that follows the update chain to the latest version and checks the
+ * row's conditions again there, as UPDATE does in READ COMMITTED (and
+ * fails with a serialization error where UPDATE would).  Reads use a
+ * snapshot taken as SPI takes one, after a command counter increment, so
+ * a direct write sees and is seen by schedq's statements around it.
+ *
+ * Left to the statements: an update the AFTER trigger task_status_event
+ * must see (a task with lock_key, concurrency_key, dependents or a run),
+ * an insert with a dedup_key (ON CONFLICT), and everything on a table
+ * whose shape is not the one described here (another trigger, a rule, a
+ * column this library does not know, a deferrable or exclusion index):
+ * then the direct path declines and the caller runs its statement.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "direct.h"
+
+/* The columns the direct writes read or write, beyond the options. */
+typedef enum DirectColumn
+{
+	COL_ID,
+	COL_STATUS,
+	COL_OWNER,
+	COL_ATTEMPTS,
+	COL_RETRY_BASE,
+	COL_CLAIM_NONCE,
+	COL_PARKED,
+	COL_HAS_DEPENDENTS,
+	COL_RESULT,
+	COL_CREATED_AT,
+	COL_FINISHED_AT,
+	COL_NUM
+} DirectColumn;
+
+static const struct
+{
+	const char *name;
+	Oid			type;
+} direct_columns[COL_NUM] = {
+	[COL_ID] = { "id", INT8OID },
+	[COL_STATUS] = { "status", TEXTOID },
+	[COL_OWNER] = { "owner", REGROLEOID },
+	[COL_ATTEMPTS] = { "attempts", INT4OID },
+	[COL_RETRY_BASE] = { "retry_base", INT4OID },
+	[COL_CLAIM_NONCE] = { "claim_nonce", INT8OID },
+	[COL_PARKED] = { "parked", BOOLOID },
+	[COL_HAS_DEPENDENTS] = { "has_dependents", BOOLOID },
+	[COL_RESULT] = { "result", JSONBOID },
+	[COL_CREATED_AT] = { "created_at", TIMESTAMPTZOID },
+	[COL_FINISHED_AT] = { "finished_at", TIMESTAMPTZOID },
+};
+
+/*
+ * The columns an insert leaves to the table's defaults or NULL; the other
+ * columns of the table (claimed_by, lease, ...) are NULL in a new task
+ * and only read by the statements.
+ */
+static const char *const direct_other_columns[] = {
+	"claimed_by",		"lease",	"lease_expires_at", "deadline",
+	"parked_on",		"periodic", "last_error",		"started_at",
+};
+
+typedef struct DirectIndex
+{
+	Oid			indexoid;
+	IndexInfo  *info;	 /* predicate and expressions prepared */
+	Bitmapset  *keycols; /* columns of its key, as pull_varattnos has them */
+} DirectIndex;
+
+/*
+ * What this backend knows of schedq.task; rebuilt after any relcache
+ * invalidation of the table or of one of its indexes.
+ */
+static struct
+{
+	bool		 valid;
+	bool		 usable; /* the shape is the one described above */
+	Oid			 relid;
+	Oid			 pkey;
+	Oid			 sequence; /* of the id column */
+	AttrNumber	 col[COL_NUM];
+	AttrNumber	 opt[TASK_NUM_OPTIONS];
+	int			 nindexes;
+	DirectIndex *indexes;
+} cache;
+
+static MemoryContext cache_cxt = NULL;
+
+static void
+direct_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == cache.relid)
+		cache.valid = false;
+	for (int i = 0; i < cache.nindexes && cache.valid; i++)
+		if (cache.indexes[i].indexoid == relid)
+			cache.valid = false;
+}
+
+/*
+ * The number of the live column called name, if it has that type (any
+ * type for InvalidOid); else InvalidAttrNumber.
+ */
+static AttrNumber
+direct_attnum(TupleDesc desc, const char *name, Oid type)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return !OidIsValid(type) || att->atttypid == type ?
+					   att->attnum :
+					   InvalidAttrNumber;
+	}
+	return InvalidAttrNumber;
+}
+
+/*
+ * Is every column of the table one this file knows, and are the columns
+ * an insert leaves out without default?  Then an insert that sets the
+ * known columns leaves no default unapplied.
+ */
+static bool
+direct_columns_known(TupleDesc desc)
+{
+	int live = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			live++;
+	for (int i = 0; i < (int) lengthof(direct_other_columns); i++)
+	{
+		AttrNumber attnum =
+			direct_attnum(desc, direct_other_columns[i], InvalidOid);
+		Form_pg_attribute att;
+
+		if (attnum == InvalidAttrNumber)
+			return false;
+		att = TupleDescAttr(desc, attnum - 1);
+		if (att->attnotnull || att->atthasdef)
+			return false;
+	}
+	return live == COL_NUM + TASK_NUM_OPTIONS + lengthof(direct_other_columns);
+}
+
+/*
+ * Describe the table and its indexes into the cache.  The table is open
+ * and locked.
+ */
+static void
+direct_build(Relation rel)
+{
+	TupleDesc	  desc = RelationGetDescr(rel);
+	MemoryContext old;
+	List		 *indexes;
+	ListCell	 *lc;
+	int			  i = 0;
+
+	if (cache_cxt == NULL)
+	{
+		cache_cxt = AllocSetContextCreate(CacheMemoryContext,
+										  "schedq direct writes",
+										  ALLOCSET_SMALL_SIZES);
+		CacheRegisterRelcacheCallback(direct_invalidate, (Datum) 0);
+	}
+	MemoryContextReset(cache_cxt);
+	memset(&cache, 0, sizeof(cache));
+	cache.relid = RelationGetRelid(rel);
+	/* an invalidation while this runs makes the next call build again */
+	cache.valid = true;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL)
+		return;
+	if (rel->trigdesc != NULL)
+		for (int t = 0; t < rel->trigdesc->numtriggers; t++)
+			if (strcmp(rel->trigdesc->triggers[t].tgname,
+					   "task_status_event") != 0)
+				return;
+	for (int c = 0; c < COL_NUM; c++)
+		if ((cache.col[c] = direct_attnum(desc, direct_columns[c].name,
+										  direct_columns[c].type)) ==
+			InvalidAttrNumber)
+			return;
+	for (int o = 0; o < TASK_NUM_OPTIONS; o++)
+		if ((cache.opt[o] = direct_attnum(desc, schedq_task_option_names[o],
+										  schedq_task_option_types[o])) ==
+			InvalidAttrNumber)
+			return;
+	if (!direct_columns_known(desc))
+		return;
+	cache.sequence = getIdentitySequence(cache.relid, cache.col[COL_ID], true);
+	cache.pkey = RelationGetPrimaryKeyIndex(rel);
+	if (!OidIsValid(cache.sequence) || !OidIsValid(cache.pkey))
+		return;
+
+	old = MemoryContextSwitchTo(cache_cxt);
+	indexes = RelationGetIndexList(rel);
+	cache.indexes = palloc0(sizeof(DirectIndex) * Max(list_length(indexes), 1));
+	foreach (lc, indexes)
+	{
+		Relation	 irel = index_open(lfirst_oid(lc), AccessShareLock);
+		DirectIndex *ix = &cache.indexes[i++];
+		IndexInfo	*info = BuildIndexInfo(irel);
+
+		ix->indexoid = RelationGetRelid(irel);
+		ix->info = info;
+		cache.nindexes = i;
+		if (!irel->rd_index->indimmediate || info->ii_ExclusionOps != NULL)
+		{
+			index_close(irel, NoLock);
+			MemoryContextSwitchTo(old);
+			return;
+		}
+		if (info->ii_Predicate != NIL)
+			info->ii_PredicateState = ExecInitQual(
+				(List *) expression_planner((Expr *) info->ii_Predicate),
+				NULL);
+		if (info->ii_Expressions != NIL)
+		{
+			info->ii_ExpressionsState = ExecInitExprList(
+				(List *) expression_planner((Expr *) info->ii_Expressions),
+				NULL);
+			pull_varattnos((Node *) info->ii_Expressions, 1, &ix->keycols);
+		}
+		for (int k = 0; k < info->ii_NumIndexAttrs; k++)
+			if (info->ii_IndexAttrNumbers[k] != 0)
+				ix->keycols = bms_add_member(
+					ix->keycols, info->ii_IndexAttrNumbers[k] -
+									 FirstLowInvalidHeapAttributeNumber);
+		index_close(irel, NoLock);
+	}
+	MemoryContextSwitchTo(old);
+	cache.usable = true;
+}
+
+/* One direct write: the table, an executor state for expressions, the
+ * snapshot. */
+typedef struct DirectWrite
+{
+	Relation		rel;
+	EState		   *estate;
+	TupleTableSlot *slot;
+	Snapshot		snapshot;
+} DirectWrite;
+
+/*
+ * Open schedq.task for a direct write.  False, with nothing open, when
+ * its shape is not the one this file describes.
+ */
+static bool
+direct_begin(DirectWrite *dw)
+{
+	Oid nsp = get_namespace_oid("schedq", false);
+	Oid relid = get_relname_relid("task", nsp);
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "schedq.task does not exist");
+	dw->rel = table_open(relid, RowExclusiveLock);
+	if (!cache.valid || cache.relid != relid)
+		direct_build(dw->rel);
+	if (!cache.usable)
+	{
+		table_close(dw->rel, NoLock);
+		return false;
+	}
+	dw->estate = CreateExecutorState();
+	dw->slot = table_slot_create(dw->rel, NULL);
+	/* what SPI does before each statement that is not read-only */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	dw->snapshot = GetActiveSnapshot();
+	return true;
+}
+
+static void
+direct_end(DirectWrite *dw)
+{
+	PopActiveSnapshot();
+	ExecDropSingleTupleTableSlot(dw->slot);
+	FreeExecutorState(dw->estate);
+	table_close(dw->rel, NoLock);
+	/* so that the statements after this write see it */
+	CommandCounterIncrement();
+}
+
+/*
+ * Insert index entries for the row version in slot (its tts_tid set),
+ * into every index whose predicate it satisfies, as ExecInsertIndexTuples
+ * does.  changed: the columns an update changed, as pull_varattnos
+ * numbers them (NULL for an insert), for the index AM's hint that an
+ * update left an index's key as it was.
+ */
+static void
+direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
+					const Bitmapset *changed)
+{
+	ExprContext *econtext = GetPerTupleExprContext(dw->estate);
+
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < cache.nindexes; i++)
+	{
+		DirectIndex *ix = &cache.indexes[i];
+		IndexInfo	*info = ix->info;
+		Datum		 values[INDEX_MAX_KEYS];
+		bool		 isnull[INDEX_MAX_KEYS];
+		Relation	 irel;
+
+		if (!info->ii_ReadyForInserts)
+			continue;
+		if (info->ii_PredicateState != NULL &&
+			!ExecQual(info->ii_PredicateState, econtext))
+			continue;
+		FormIndexDatum(info, slot, dw->estate, values, isnull);
+		irel = index_open(ix->indexoid, RowExclusiveLock);
+		/* what an AM caches there (GIN does) lives for this write only */
+		info->ii_AmCache = NULL;
+		info->ii_Context = CurrentMemoryContext;
+		index_insert(irel, values, isnull, &slot->tts_tid, dw->rel,
+					 info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+					 changed != NULL && !bms_overlap(ix->keycols, changed),
+					 info);
+		index_close(irel, NoLock);
+	}
+	ResetPerTupleExprContext(dw->estate);
+}
+
+/*
+ * Find the version of task task_id visible to the write's snapshot, at
+ * the hinted TID or through the primary key; put its TID into tid.
+ */
+static bool
+direct_find(DirectWrite *dw, int64 task_id, ItemPointer hint, ItemPointer tid)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	if (hint != NULL && ItemPointerIsValid(hint))
+	{
+		HeapTupleData hinted;
+		Buffer		  buffer;
+
+		hinted.t_self = *hint;
+		if (heap_fetch(dw->rel, dw->snapshot, &hinted, &buffer, false))
+		{
+			bool isnull;
+
+			found = DatumGetInt64(heap_getattr(&hinted, cache.col[COL_ID],
+											   RelationGetDescr(dw->rel),
+											   &isnull)) == task_id;
+			ReleaseBuffer(buffer);
+			if (found)
+			{
+				*tid = *hint;
+				return true;
+			}
+		}
+	}
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(task_id));
+	scan = systable_beginscan(dw->rel, cache.pkey, true, dw->snapshot, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		*tid = tuple->t_self;
+		found = true;
+	}
+	systable_endscan(scan);
+	return found;
+}
+
+static bool
+direct_text_equals(Datum value, const char *s)
+{
+	text *t = DatumGetTextPP(value);
+	int	  len = VARSIZE_ANY_EXHDR(t);
+
+	return len == (int) strlen(s) && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+/*
+ * complete() of attempt `attempt` (fenced by nonce) of a task, as the
+ * statement "UPDATE schedq.task SET status = 'done', result = $4,
+ * finished_at = now() WHERE id = $1 AND attempts = $2 AND claim_nonce =
+ * $3 AND status = 'running'" would do it.  hint: where the claim left the
+ * row, or NULL.  DIRECT_FALLBACK when the statement must do it (the row
+ * is then locked by this transaction, which the statement does not
+ * mind).
+ */
+SchedqDirectOutcome
+schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
+					   Datum result, bool result_null, ItemPointer hint)
+{
+	DirectWrite		dw;
+	ItemPointerData tid;
+	TM_FailureData	tmfd;
+	TM_Result		res;
+	TupleTableSlot *slot;
+	bool			isnull;
+	SchedqDirectOutcome outcome = DIRECT_STALE;
+
+	if (!direct_begin(&dw))
+		return DIRECT_FALLBACK;
+	slot = dw.slot;
+	if (!direct_find(&dw, task_id, hint, &tid))
+	{
+		direct_end(&dw);
+		return DIRECT_STALE;
+	}
+	res = table_tuple_lock(dw.rel, &tid, dw.snapshot, slot,
+						   GetCurrentCommandId(false), LockTupleNoKeyExclusive,
+						   LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+						   &tmfd);
+	if (res == TM_Ok &&
+		DatumGetInt32(slot_getattr(slot, cache.col[COL_ATTEMPTS], &isnull)) ==
+			attempt &&
+		!isnull &&
+		DatumGetInt64(slot_getattr(slot, cache.col[COL_CLAIM_NONCE],
+								   &isnull)) == nonce &&
+		!isnull &&
+		direct_text_equals(slot_getattr(slot, cache.col[COL_STATUS], &isnull),
+						   "running"))
+	{
+		/* task_status_event's WHEN clause, but NEW.run_id = OLD.run_id */
+		slot_getattr(slot, cache.opt[OPT_LOCK_KEY], &isnull);
+		if (!isnull)
+			outcome = DIRECT_FALLBACK;
+		slot_getattr(slot, cache.opt[OPT_CONCURRENCY_KEY], &isnull);
+		if (!isnull)
+			outcome = DIRECT_FALLBACK;
+		slot_getattr(slot, cache.opt[OPT_RUN_ID], &isnull);
+		if (!isnull)
+			outcome = DIRECT_FALLBACK;
+		if (DatumGetBool(
+				slot_getattr(slot, cache.col[COL_HAS_DEPENDENTS], &isnull)))
+			outcome = DIRECT_FALLBACK;
+
+		if (outcome != DIRECT_FALLBACK)
+		{
+			int		  cols[3] = { cache.col[COL_STATUS], cache.col[COL_RESULT],
+								  cache.col[COL_FINISHED_AT] };
+			Datum	  values[3] = { CStringGetTextDatum("done"), result,
+								TimestampTzGetDatum(
+									GetCurrentTransactionStartTimestamp()) };
+			bool	  nulls[3] = { false, result_null, false };
+			bool	  should_free;
+			HeapTuple old = ExecFetchSlotHeapTuple(slot, false, &should_free);
+			HeapTuple new = heap_modify_tuple_by_cols(
+				old, RelationGetDescr(dw.rel), 3, cols, values, nulls);
+			Bitmapset *changed = NULL;
+
+			simple_heap_update(dw.rel, &old->t_self, new);
+			if (!HeapTupleIsHeapOnly(new))
+			{
+				TupleTableSlot *newslot =
+					MakeSingleTupleTableSlot(RelationGetDescr(dw.rel),
+											 &TTSOpsHeapTuple);
+
+				for (int c = 0; c < 3; c++)
+					changed = bms_add_member(
+						changed, cols[c] - FirstLowInvalidHeapAttributeNumber);
+				ExecStoreHeapTuple(new, newslot, false);
+				direct_index_insert(&dw, newslot, changed);
+				ExecDropSingleTupleTableSlot(newslot);
+			}
+			outcome = DIRECT_DONE;
+		}
+	}
+	direct_end(&dw);
+	return outcome;
+}
+
+/*
+ * Insert n tasks, element i with the checked options *opts[i] and the
+ * status statuses[i], owned by owner, as the statement "INSERT INTO
+ * schedq.task (options..., status, owner) VALUES (...)" would; their ids,
+ * drawn in order, go to ids[i].  None may have a dedup_key.  False, with
+ * nothing done, when the statement must do it.
+ */
+bool
+schedq_direct_insert(const SchedqTaskOptions *const *opts,
+					 const char *const *statuses, int n, Oid owner,
+					 Datum *ids)
+{
+#define DIRECT_INSERT_CHUNK 1000
+	DirectWrite		dw;
+	TupleDesc		desc;
+	TupleTableSlot *slots[DIRECT_INSERT_CHUNK];
+	TimestampTz		now = GetCurrentTransactionStartTimestamp();
+	CommandId		cid;
+
+	if (n == 0)
+		return true;
+	if (!direct_begin(&dw))
+		return false;
+	desc = RelationGetDescr(dw.rel);
+	cid = GetCurrentCommandId(true);
+	for (int i = 0; i < Min(n, DIRECT_INSERT_CHUNK); i++)
+		slots[i] = i == 0 ? dw.slot : table_slot_create(dw.rel, NULL);
+
+	for (int first = 0; first < n; first += DIRECT_INSERT_CHUNK)
+	{
+		int k = Min(n - first, DIRECT_INSERT_CHUNK);
+
+		for (int i = 0; i < k; i++)
+		{
+			const SchedqTaskOptions *o = opts[first + i];
+			TupleTableSlot			*slot = slots[i];
+			int64					 id = nextval_internal(cache.sequence, false);
+
+			Assert(o->null[OPT_DEDUP_KEY]);
+			ExecClearTuple(slot);
+			memset(slot->tts_isnull, true, sizeof(bool) * desc->natts);
+			for (int opt = 0; opt < TASK_NUM_OPTIONS; opt++)
+			{
+				slot->tts_values[cache.opt[opt] - 1] = o->v[opt];
+				slot->tts_isnull[cache.opt[opt] - 1] = o->null[opt];
+			}
+#define SET(c, v)                                                              \
+	(slot->tts_values[cache.col[c] - 1] = (v),                                 \
+	 slot->tts_isnull[cache.col[c] - 1] = false)
+			SET(COL_ID, Int64GetDatum(id));
+			SET(COL_STATUS, CStringGetTextDatum(statuses[first + i]));
+			SET(COL_OWNER, ObjectIdGetDatum(owner));
+			SET(COL_ATTEMPTS, Int32GetDatum(0));
+			SET(COL_RETRY_BASE, Int32GetDatum(0));
+			SET(COL_PARKED, BoolGetDatum(false));
+			SET(COL_HAS_DEPENDENTS, BoolGetDatum(false));
+			SET(COL_CREATED_AT, TimestampTzGetDatum(now));
+#undef SET
+			for (int a = 0; a < desc->natts; a++)
+				if (slot->tts_isnull[a] && TupleDescAttr(desc, a)->attnotnull)
+					ereport(ERROR,
+							errcode(ERRCODE_NOT_NULL_VIOLATION),
+							errmsg("null value in column \"%s\" of relation "
+								   "\"%s\" violates not-null constraint",
+								   NameStr(TupleDescAttr(desc, a)->attname),
+								   RelationGetRelationName(dw.rel)));
+			ExecStoreVirtualTuple(slot);
+			ids[first + i] = Int64GetDatum(id);
+		}
+		if (k == 1)
+			table_tuple_insert(dw.rel, slots[0], cid, 0, NULL);
+		else
+			table_multi_insert(dw.rel, slots, k, cid, 0, NULL);
+		for (int i = 0; i < k; i++)
+			direct_index_insert(&dw, slots[i], NULL);
+	}
+	for (int i = 1; i < Min(n, DIRECT_INSERT_CHUNK); i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	direct_end(&dw);
+	return true;
+}

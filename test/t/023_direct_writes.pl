@@ -1,0 +1,211 @@
+#-------------------------------------------------------------------------
+# test/t/023_direct_writes.pl
+#	  The direct writes of src/direct.c: submit, submit_many and complete
+#	  write schedq.task without the SQL executor, and only where that is
+#	  the same as the statement:
+#	  (a) the calls run no INSERT or UPDATE statement on schedq.task for
+#	      plain tasks (pg_stat_statements, track = all), and the rows they
+#	      make are the rows the INSERT statement makes (a dedup_key
+#	      element still goes through it), column by column;
+#	  (b) every index of schedq.task holds exactly the rows it should
+#	      after submits, claims, completes, complete_many and fails
+#	      (amcheck's heapallindexed check of every B-tree index, and the
+#	      partial indexes' counts against the table);
+#	  (c) an index created afterwards is maintained from the next call on
+#	      (the per-backend index cache is invalidated), in the same
+#	      session;
+#	  (d) a trigger added to schedq.task by a superuser fires for
+#	      submits and completes: the direct path declines and the
+#	      statements run; once it is dropped the direct path is back;
+#	  (e) a task with lock_key, a run or dependents completes through the
+#	      statement, so that task_status_event still frees what it
+#	      gates; a stale or forged completion changes nothing.
+#-------------------------------------------------------------------------
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('direct');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'schedq, pg_stat_statements'
+pg_stat_statements.track = all
+schedq.enabled = off
+});
+$node->start;
+$node->safe_psql('postgres',
+	'CREATE EXTENSION schedq; CREATE EXTENSION pg_stat_statements;'
+	  . ' CREATE EXTENSION amcheck;');
+
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+
+# Statements schedq ran on schedq.task that insert or update it.
+my $writes = q{SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+	WHERE query ~ '^(INSERT INTO|UPDATE) schedq\.task'};
+
+# Every B-tree index of schedq.task checked against the heap, and each
+# partial index's entry count against the rows its predicate selects.
+sub indexes_sound
+{
+	my ($rc, $out, $err) = $node->psql(
+		'postgres',
+		q{SELECT count(*) FROM (SELECT c.oid FROM pg_index i
+		    JOIN pg_class c ON c.oid = i.indexrelid
+		    JOIN pg_am a ON a.oid = c.relam
+		    WHERE i.indrelid = 'schedq.task'::regclass
+		      AND a.amname = 'btree' OFFSET 0) b,
+		  LATERAL bt_index_check(b.oid::regclass, true)});
+	return $rc == 0 && $out >= 12 ? 'ok' : "failed: $out $err";
+}
+
+# (a)
+q1('SELECT pg_stat_statements_reset()');
+q1(q{SELECT schedq.submit('plain', '{"n": 1}', 'q1', priority => 3,
+		max_attempts => 2, timeout => '1 minute', required_caps => '{x}',
+		cost => 2.5)});
+q1(q{SELECT schedq.submit('later', run_at => now() + interval '1 hour')});
+q1(q{SELECT * FROM schedq.submit_many(
+		'[{"kind": "many", "queue": "q1", "priority": 3, "payload": {"n": 1},
+		   "max_attempts": 2, "timeout": "1 minute", "required_caps": ["x"],
+		   "cost": 2.5},
+		  {"kind": "many"}, {"kind": "many", "lock_key": "k"}]')});
+is(q1($writes), '0', '(a) plain submits ran no INSERT statement');
+q1(q{SELECT * FROM schedq.submit_many(
+		'[{"kind": "dedup", "queue": "q1", "priority": 3, "payload": {"n": 1},
+		   "max_attempts": 2, "timeout": "1 minute", "required_caps": ["x"],
+		   "cost": 2.5, "dedup_key": "d"}]')});
+is(q1($writes), '1', '(a) a dedup_key element ran its INSERT statement');
+is( q1(
+		q{SELECT count(DISTINCT to_jsonb(t) - 'id' - 'kind' - 'dedup_key'
+		    - 'created_at' - 'run_at') || '/' || bool_and(created_at = run_at)
+		  FROM schedq.task t WHERE kind IN ('plain', 'many', 'dedup')
+		    AND queue = 'q1'}),
+	'1/true',
+	'(a) a direct row equals the INSERT statement\'s, column by column');
+is( q1(
+		q{SELECT count(DISTINCT to_jsonb(t) - 'id' - 'kind' - 'created_at'
+		    - 'run_at')
+		  FROM schedq.task t WHERE kind IN ('many') AND queue = 'default'
+		    AND lock_key IS NULL}) . '/'
+	  . q1(q{SELECT status FROM schedq.task WHERE lock_key = 'k'}),
+	'1/pending',
+	'(a) defaults and a gated element\'s status as the statement has them');
+
+q1('SELECT pg_stat_statements_reset()');
+my $out = q1(
+	q{WITH c AS (SELECT * FROM schedq.claim('w', queues => '{q1}',
+	               caps => '{x}', n => 2))
+	  SELECT count(*) FILTER (WHERE schedq.complete(c.token, '{"ok": 1}'))
+	  FROM c});
+is($out, '2', '(a) two claimed tasks completed');
+is(q1(q{SELECT count(*) FROM pg_stat_statements
+	WHERE query ~ '^UPDATE schedq\.task SET status = \$\d+, result ='}),
+	'0', '(a) complete ran no UPDATE statement');
+is(q1(q{SELECT string_agg(status || ':' || (result->>'ok'), ',')
+	FROM schedq.task WHERE kind IN ('plain', 'many') AND queue = 'q1'}),
+	'done:1,done:1', '(a) ... and the tasks are done with their results');
+
+# (b) a mixed load, then every index checked
+q1(q{SELECT count(*) FROM schedq.submit_many(
+		(SELECT jsonb_agg(jsonb_build_object('kind', 'load',
+			'priority', i % 5, 'queue', 'q' || (i % 3)))
+		 FROM generate_series(1, 3000) i))});
+for my $round (1 .. 5)
+{
+	q1(q{SELECT schedq.complete_many(array_agg(token))
+		 FROM schedq.claim('w', n => 100)});
+	q1(q{SELECT schedq.fail(token, 'boom', retry_in => '0 s')
+		 FROM schedq.claim('w', n => 20)});
+	q1(q{SELECT count(*) FROM schedq.complete_and_claim(
+		   (SELECT array_agg(token) FROM schedq.claim('w', n => 10)), 'w',
+		   n => 10)});
+}
+is(indexes_sound(), 'ok', '(b) every B-tree index matches the heap');
+is( q1(
+		q{SET enable_seqscan = off; SET enable_bitmapscan = off;
+		  SELECT (SELECT count(*) FROM schedq.task WHERE status = 'available')
+		       = (SELECT count(*) FROM schedq.task
+		          WHERE status = 'available' AND -(priority::bigint) > -100)}
+	),
+	't',
+	'(b) task_available_idx returns every available task');
+
+# (c) an index made after the session described the table, used by it
+my $session = $node->background_psql('postgres');
+$session->query_safe(q{SELECT schedq.submit('warm')});
+q1(q{CREATE INDEX task_kind_test_idx ON schedq.task (kind)
+	 WHERE kind LIKE 'new%'});
+$session->query_safe(
+	q{SELECT schedq.submit('new' || i) FROM generate_series(1, 50) i});
+$session->query_safe(
+	q{SELECT * FROM schedq.submit_many('[{"kind": "newer"}, {"kind": "new2"}]')});
+is( q1(
+		q{SELECT bt_index_check('schedq.task_kind_test_idx', true);
+		  SET enable_seqscan = off; SET enable_bitmapscan = off;
+		  SELECT count(*) FROM schedq.task WHERE kind LIKE 'new%'}),
+	"\n52",
+	'(c) rows written after CREATE INDEX are in the new index');
+q1('DROP INDEX schedq.task_kind_test_idx');
+$session->query_safe(q{SELECT schedq.submit('after-drop')});
+is(indexes_sound(), 'ok', '(c) after DROP INDEX the session still writes');
+
+# (d) a trigger on the table: the statements run, and it fires
+q1(q{CREATE TABLE trig_log (op text, kind text, status text);
+	 CREATE FUNCTION log_task() RETURNS trigger LANGUAGE plpgsql AS $$
+	 BEGIN INSERT INTO public.trig_log VALUES (TG_OP, NEW.kind, NEW.status);
+	       RETURN NEW; END $$;
+	 CREATE TRIGGER task_log AFTER INSERT OR UPDATE ON schedq.task
+	   FOR EACH ROW EXECUTE FUNCTION log_task()});
+$session->query_safe(q{SELECT schedq.submit('trig', queue => 'trigq')});
+$session->query_safe(
+	q{SELECT * FROM schedq.submit_many('[{"kind": "trig2", "queue": "trigq2"}]')});
+$session->query_safe(
+	q{SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{trigq}')});
+is( q1(
+		q{SELECT string_agg(op || ':' || kind || ':' || status, ','
+		    ORDER BY op, kind COLLATE "C", status COLLATE "C")
+		  FROM trig_log}),
+	'INSERT:trig:available,INSERT:trig2:available,'
+	  . 'UPDATE:trig:done,UPDATE:trig:running',
+	'(d) with a trigger on schedq.task, submit and complete fire it');
+q1('DROP TRIGGER task_log ON schedq.task; TRUNCATE trig_log');
+q1('SELECT pg_stat_statements_reset()');
+$session->query_safe(q{SELECT schedq.submit('untrig')});
+is(q1($writes) . '/' . q1('SELECT count(*) FROM trig_log'),
+	'0/0', '(d) dropped: the direct path is back');
+$session->quit;
+
+# (e) gated tasks complete through the statement; their gates open
+q1(q{SELECT schedq.submit('k1', queue => 'gate', lock_key => 'L');
+	 SELECT schedq.submit('k2', queue => 'gate', lock_key => 'L');
+	 SELECT schedq._promote_once()});
+is(q1(q{SELECT string_agg(kind || ':' || status, ',' ORDER BY id)
+	FROM schedq.task WHERE queue = 'gate'}),
+	'k1:available,k2:pending', '(e) lock_key: one at a time');
+q1('SELECT pg_stat_statements_reset()');
+my $tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{gate}')});
+is(q1("SELECT schedq.complete('$tok')"), 't', '(e) the holder completes');
+is(q1(q{SELECT count(*) FROM pg_stat_statements
+	WHERE query ~ '^UPDATE schedq\.task SET status = \$\d+, result ='}),
+	'1', '(e) ... through the UPDATE statement');
+q1('SELECT schedq._promote_once()');
+is(q1(q{SELECT status FROM schedq.task WHERE kind = 'k2'}),
+	'available', '(e) ... and the next holder of the key is freed');
+is(q1("SELECT schedq.complete('$tok')"), 'f',
+	'(e) completing again: stale, false');
+my $other = q1(q{SELECT token FROM schedq.claim('w', queues => '{gate}')});
+my ($kid, $id, $att, $rest) = split /\./, $other, 4;
+my $forged = join '.', $kid, $id, $att + 1, $rest;
+my ($rc, $stdout, $stderr) =
+  $node->psql('postgres', "SELECT schedq.complete('$forged')");
+like($stderr, qr/grant|token/i, '(e) a forged token is refused');
+is(q1(q{SELECT status FROM schedq.task WHERE kind = 'k2'}),
+	'running', '(e) ... and changes nothing');
+is(indexes_sound(), 'ok', '(e) indexes still match the heap');
+
+$node->stop;
+done_testing();
