@@ -41,6 +41,7 @@
 #include "check.h"
 #include "compat.h"
 #include "cron.h"
+#include "direct.h"
 #include "executor.h"
 #include "floor.h"
 #include "grant.h"
@@ -196,23 +197,19 @@ static SchedqQuery claim_direct[2][CLAIM_NUM_FILTERS] = {
 };
 
 /*
- * Claim order of two returned rows: priority DESC, run_at, id.
+ * Claim order of two claimed rows: priority DESC, run_at, id.
  */
-static TupleDesc claim_cmp_desc;
-
 static int
 claim_cmp(const void *a, const void *b)
 {
-	HeapTuple	ta = *(const HeapTuple *) a;
-	HeapTuple	tb = *(const HeapTuple *) b;
-	TupleDesc	desc = claim_cmp_desc;
-	bool		isnull;
-	int32		pa = DatumGetInt32(SPI_getbinval(ta, desc, 6, &isnull));
-	int32		pb = DatumGetInt32(SPI_getbinval(tb, desc, 6, &isnull));
-	TimestampTz ra = DatumGetTimestampTz(SPI_getbinval(ta, desc, 9, &isnull));
-	TimestampTz rb = DatumGetTimestampTz(SPI_getbinval(tb, desc, 9, &isnull));
-	int64		ia = DatumGetInt64(SPI_getbinval(ta, desc, 1, &isnull));
-	int64		ib = DatumGetInt64(SPI_getbinval(tb, desc, 1, &isnull));
+	const SchedqClaimed *x = a;
+	const SchedqClaimed *y = b;
+	int32				 pa = DatumGetInt32(x->v[5]);
+	int32				 pb = DatumGetInt32(y->v[5]);
+	TimestampTz			 ra = DatumGetTimestampTz(x->v[8]);
+	TimestampTz			 rb = DatumGetTimestampTz(y->v[8]);
+	int64				 ia = DatumGetInt64(x->v[0]);
+	int64				 ib = DatumGetInt64(y->v[0]);
 
 	if (pa != pb)
 		return pa > pb ? -1 : 1;
@@ -222,37 +219,27 @@ claim_cmp(const void *a, const void *b)
 }
 
 /*
- * Return the rows of SPI_tuptable (claimed tasks) in claim order, each
- * with its signed grant.
+ * Return the claimed rows in claim order, each with its signed grant.
  */
 static void
-claim_emit(ClaimArgs *args, int n)
+claim_emit(ClaimArgs *args, SchedqClaimed *rows, int n)
 {
-	TupleDesc  desc = SPI_tuptable->tupdesc;
-	HeapTuple *rows = palloc(sizeof(HeapTuple) * n);
-
-	memcpy(rows, SPI_tuptable->vals, sizeof(HeapTuple) * n);
-	claim_cmp_desc = desc;
-	qsort(rows, n, sizeof(HeapTuple), claim_cmp);
+	qsort(rows, n, sizeof(SchedqClaimed), claim_cmp);
 	for (int i = 0; i < n; i++)
 	{
 		Datum		out[9];
 		bool		outnull[9];
-		bool		isnull;
 		SchedqGrant grant;
 
-		for (int c = 0; c < 8; c++)
-			out[c] = SPI_getbinval(rows[i], desc, c + 1, &outnull[c]);
+		memcpy(out, rows[i].v, sizeof(Datum) * 8);
+		memcpy(outnull, rows[i].isnull, sizeof(bool) * 8);
 		grant.task_id = DatumGetInt64(out[0]);
 		grant.attempt = DatumGetInt32(out[1]);
 		grant.lease_expires = DatumGetTimestampTz(out[7]);
 		grant.nonce = args->nonce;
 		out[8] = CStringGetTextDatum(schedq_grant_sign(&grant));
 		outnull[8] = false;
-		schedq_attempt_claimed_at(DatumGetInt64(out[0]), DatumGetInt32(out[1]),
-								  (ItemPointer) DatumGetPointer(
-									  SPI_getbinval(rows[i], desc, 10,
-													&isnull)));
+		schedq_attempt_claimed_at(grant.task_id, grant.attempt, &rows[i].tid);
 		tuplestore_putvalues(args->rsinfo->setResult, args->rsinfo->setDesc,
 							 out, outnull);
 	}
@@ -260,9 +247,95 @@ claim_emit(ClaimArgs *args, int n)
 }
 
 /*
+ * Return the n rows of SPI_tuptable (claimed tasks, CLAIM_RETURNING's
+ * columns) as claim_emit does.
+ */
+static void
+claim_emit_spi(ClaimArgs *args, int n)
+{
+	SchedqClaimed *rows = palloc(sizeof(SchedqClaimed) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		for (int c = 0; c < CLAIMED_COLUMNS; c++)
+			rows[i].v[c] = SPI_getbinval(SPI_tuptable->vals[i],
+										 SPI_tuptable->tupdesc, c + 1,
+										 &rows[i].isnull[c]);
+		ItemPointerCopy((ItemPointer) DatumGetPointer(SPI_getbinval(
+							SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+							CLAIMED_COLUMNS + 1, &isnull)),
+						&rows[i].tid);
+	}
+	claim_emit(args, rows, n);
+}
+
+/*
+ * The claim without budgets and paused queues, without the executor
+ * (direct.c).  Returns how many it claimed, or -1 when the statement
+ * must do it.
+ */
+static int
+claim_direct_write(ClaimArgs *args, const SchedqClaimKey *floor)
+{
+	SchedqDirectClaim c;
+	SchedqClaimed	 *rows = palloc(sizeof(SchedqClaimed) * args->n);
+	int				  taken;
+
+	memset(&c, 0, sizeof(c));
+	c.index = "task_available_idx";
+	switch (args->filter)
+	{
+		case CLAIM_ALL_QUEUES:
+			break;
+		case CLAIM_ONE_QUEUE:
+			{
+				Datum *queues;
+				bool  *nulls;
+				int	   n;
+
+				deconstruct_array(DatumGetArrayTypeP(args->queues), TEXTOID, -1,
+								  false, TYPALIGN_INT, &queues, &nulls, &n);
+				c.index = "task_available_queue_idx";
+				c.queue = queues[0];
+				break;
+			}
+		case CLAIM_SOME_QUEUES:
+			c.queues = DatumGetArrayTypeP(args->queues);
+			break;
+		case CLAIM_SQL_TASKS:
+			c.index = "task_available_sql_idx";
+			c.sql_only = true;
+			c.busy = DatumGetArrayTypeP(schedq_executor_busy_tasks());
+			break;
+		case CLAIM_NUM_FILTERS:
+			pg_unreachable();
+	}
+	c.caps = DatumGetArrayTypeP(args->caps);
+	c.caller = args->call->caller;
+	c.admin = args->call->admin;
+	c.n = args->n;
+	c.worker = args->worker;
+	c.lease = args->lease;
+	c.now = GetCurrentTimestamp(); /* the clock: a claim may have waited */
+	c.floor_prio = floor->prio;
+	c.floor_run_at = floor->run_at;
+	c.floor_id = floor->id;
+	c.nonce = args->nonce;
+
+	taken = schedq_direct_claim(&c, rows);
+	if (taken > 0)
+		claim_emit(args, rows, taken);
+	return taken;
+}
+
+/*
  * One look for claimable tasks; claims and returns what it finds.
- * Without budgets in the database it is one statement; with budgets, the
- * candidates are locked first, admitted one by one, then taken.
+ * Without budgets or paused queues in the database it claims without the
+ * executor (claim_direct_write); otherwise without budgets it is one
+ * statement; with budgets, the candidates are locked first, admitted one
+ * by one, then taken.
  */
 static int
 claim_once(ClaimArgs *args)
@@ -276,6 +349,16 @@ claim_once(ClaimArgs *args)
 	int			   found;
 	int			   taken = 0;
 
+	/* start at the claim floor (floor.c) */
+	schedq_floor_probe_if_due();
+	schedq_floor_get(&floor);
+	/* drawn anew by every look: a claim that rolls back leaves it unused */
+	args->nonce = (int64) pg_prng_uint64(&pg_global_prng_state);
+
+	if (!schedq_budgets_exist() && !schedq_paused_queues_exist() &&
+		(taken = claim_direct_write(args, &floor)) >= 0)
+		return taken;
+
 	values[0] = Int32GetDatum(args->n);
 	values[1] = args->queues;
 	nulls[1] = args->queues == (Datum) 0 ? 'n' : ' ';
@@ -286,14 +369,9 @@ claim_once(ClaimArgs *args)
 	values[6] = IntervalPGetDatum(args->lease);
 	/* the clock, not now(): a claim may have waited */
 	values[7] = TimestampTzGetDatum(GetCurrentTimestamp());
-	/* start at the claim floor (floor.c) */
-	schedq_floor_probe_if_due();
-	schedq_floor_get(&floor);
 	values[8] = Int64GetDatum(floor.prio);
 	values[9] = TimestampTzGetDatum(floor.run_at);
 	values[10] = Int64GetDatum(floor.id);
-	/* drawn anew by every look: a claim that rolls back leaves it unused */
-	args->nonce = (int64) pg_prng_uint64(&pg_global_prng_state);
 	values[11] = Int64GetDatum(args->nonce);
 	/* SQL tasks an executor still runs (retried while it ignores a cancel) */
 	values[12] = args->filter == CLAIM_SQL_TASKS ?
@@ -308,7 +386,7 @@ claim_once(ClaimArgs *args)
 		taken = schedq_run(&claim_direct[paused][args->filter], values, nulls,
 						   0, SPI_OK_UPDATE_RETURNING);
 		if (taken > 0)
-			claim_emit(args, taken);
+			claim_emit_spi(args, taken);
 		return taken;
 	}
 
@@ -344,7 +422,7 @@ claim_once(ClaimArgs *args)
 	if (schedq_run(&claim_take, values, nulls, 0, SPI_OK_UPDATE_RETURNING) !=
 		taken)
 		elog(ERROR, "claimed %d tasks but could not take them all", taken);
-	claim_emit(args, taken);
+	claim_emit_spi(args, taken);
 	return taken;
 }
 

@@ -46,9 +46,11 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "optimizer/optimizer.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -73,6 +75,11 @@ typedef enum DirectColumn
 	COL_RESULT,
 	COL_CREATED_AT,
 	COL_FINISHED_AT,
+	COL_CLAIMED_BY,
+	COL_LEASE,
+	COL_LEASE_EXPIRES_AT,
+	COL_STARTED_AT,
+	COL_DEADLINE,
 	COL_NUM
 } DirectColumn;
 
@@ -92,21 +99,24 @@ static const struct
 	[COL_RESULT] = { "result", JSONBOID },
 	[COL_CREATED_AT] = { "created_at", TIMESTAMPTZOID },
 	[COL_FINISHED_AT] = { "finished_at", TIMESTAMPTZOID },
+	[COL_CLAIMED_BY] = { "claimed_by", TEXTOID },
+	[COL_LEASE] = { "lease", INTERVALOID },
+	[COL_LEASE_EXPIRES_AT] = { "lease_expires_at", TIMESTAMPTZOID },
+	[COL_STARTED_AT] = { "started_at", TIMESTAMPTZOID },
+	[COL_DEADLINE] = { "deadline", TIMESTAMPTZOID },
 };
 
-/*
- * The columns an insert leaves to the table's defaults or NULL; the other
- * columns of the table (claimed_by, lease, ...) are NULL in a new task
- * and only read by the statements.
- */
+/* The columns only the statements write; NULL in a new task. */
 static const char *const direct_other_columns[] = {
-	"claimed_by",		"lease",	"lease_expires_at", "deadline",
-	"parked_on",		"periodic", "last_error",		"started_at",
+	"parked_on",
+	"periodic",
+	"last_error",
 };
 
 typedef struct DirectIndex
 {
 	Oid			indexoid;
+	char	   *name;
 	IndexInfo  *info;	 /* predicate and expressions prepared */
 	Bitmapset  *keycols; /* columns of its key, as pull_varattnos has them */
 } DirectIndex;
@@ -247,6 +257,7 @@ direct_build(Relation rel)
 		IndexInfo	*info = BuildIndexInfo(irel);
 
 		ix->indexoid = RelationGetRelid(irel);
+		ix->name = pstrdup(RelationGetRelationName(irel));
 		ix->info = info;
 		cache.nindexes = i;
 		if (!irel->rd_index->indimmediate || info->ii_ExclusionOps != NULL)
@@ -596,4 +607,296 @@ schedq_direct_insert(const SchedqTaskOptions *const *opts,
 		ExecDropSingleTupleTableSlot(slots[i]);
 	direct_end(&dw);
 	return true;
+}
+
+/* Is text value among the elements of a text array (no NULL matches)? */
+static bool
+direct_text_in(Datum value, Datum *elems, bool *nulls, int nelems)
+{
+	text *t = DatumGetTextPP(value);
+	int	  len = VARSIZE_ANY_EXHDR(t);
+
+	for (int i = 0; i < nelems; i++)
+	{
+		text *e;
+
+		if (nulls[i])
+			continue;
+		e = DatumGetTextPP(elems[i]);
+		if (VARSIZE_ANY_EXHDR(e) == len &&
+			memcmp(VARDATA_ANY(e), VARDATA_ANY(t), len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A claim's arrays, deconstructed once. */
+typedef struct ClaimFilter
+{
+	Datum *queues;
+	bool  *queue_nulls;
+	int	   nqueues;
+	Datum *caps;
+	bool  *cap_nulls;
+	int	   ncaps;
+	Datum *busy;
+	bool  *busy_nulls;
+	int	   nbusy;
+} ClaimFilter;
+
+/*
+ * Does the row version in slot pass the claim's WHERE clause (but the
+ * floor, which the index scan applies)?  As the statement has it:
+ * status = 'available', the queue, required_caps <@ caps, the owner, and
+ * for the executors' claims kind 'sql' requiring 'sql' and not busy.
+ */
+static bool
+direct_claimable(const SchedqDirectClaim *c, ClaimFilter *f,
+				 TupleTableSlot *slot)
+{
+	bool	   isnull;
+	Datum	   value;
+	ArrayType *required;
+	Datum	  *elems;
+	bool	  *nulls;
+	int		   nelems;
+
+	if (!direct_text_equals(slot_getattr(slot, cache.col[COL_STATUS], &isnull),
+							"available"))
+		return false;
+	if (c->queues != NULL &&
+		!direct_text_in(slot_getattr(slot, cache.opt[OPT_QUEUE], &isnull),
+						f->queues, f->queue_nulls, f->nqueues))
+		return false;
+	if (c->sql_only)
+	{
+		int64 id =
+			DatumGetInt64(slot_getattr(slot, cache.col[COL_ID], &isnull));
+
+		if (!direct_text_equals(slot_getattr(slot, cache.opt[OPT_KIND],
+											 &isnull),
+								TASK_SQL))
+			return false;
+		for (int i = 0; i < f->nbusy; i++)
+			if (!f->busy_nulls[i] && DatumGetInt64(f->busy[i]) == id)
+				return false;
+	}
+
+	/* required_caps <@ caps: every element in caps, and none NULL */
+	value = slot_getattr(slot, cache.opt[OPT_REQUIRED_CAPS], &isnull);
+	required = DatumGetArrayTypeP(value);
+	if (ArrayGetNItems(ARR_NDIM(required), ARR_DIMS(required)) > 0 ||
+		c->sql_only)
+	{
+		Datum sql = CStringGetTextDatum(TASK_SQL);
+
+		deconstruct_array(required, TEXTOID, -1, false, TYPALIGN_INT, &elems,
+						  &nulls, &nelems);
+		for (int i = 0; i < nelems; i++)
+			if (nulls[i] ||
+				!direct_text_in(elems[i], f->caps, f->cap_nulls, f->ncaps))
+				return false;
+		if (c->sql_only && !direct_text_in(sql, elems, nulls, nelems))
+			return false;
+	}
+
+	if (!c->admin &&
+		!has_privs_of_role(c->caller, DatumGetObjectId(slot_getattr(
+										  slot, cache.col[COL_OWNER], &isnull))))
+		return false;
+	return true;
+}
+
+/*
+ * Make the locked row version in slot the claim's: 'running', the next
+ * attempt, the lease; as the statement's SET list has it.  Its columns go
+ * to *out.
+ */
+static void
+direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
+			SchedqClaimed *out)
+{
+#define TAKE_COLS 8
+	TupleDesc	desc = RelationGetDescr(dw->rel);
+	bool		isnull;
+	bool		timeout_null;
+	Datum		timeout = slot_getattr(slot, cache.opt[OPT_TIMEOUT], &timeout_null);
+	Datum		now = TimestampTzGetDatum(c->now);
+	Datum		by_lease = DirectFunctionCall2(timestamptz_pl_interval, now,
+										   IntervalPGetDatum(c->lease));
+	Datum		deadline = timeout_null ?
+						   (Datum) 0 :
+						   DirectFunctionCall2(timestamptz_pl_interval, now,
+											   timeout);
+	Datum		expires = by_lease;
+	int32		attempt =
+		DatumGetInt32(slot_getattr(slot, cache.col[COL_ATTEMPTS], &isnull)) + 1;
+	int			cols[TAKE_COLS] = {
+		cache.col[COL_STATUS],	   cache.col[COL_ATTEMPTS],
+		cache.col[COL_CLAIMED_BY], cache.col[COL_LEASE],
+		cache.col[COL_LEASE_EXPIRES_AT], cache.col[COL_STARTED_AT],
+		cache.col[COL_DEADLINE],		 cache.col[COL_CLAIM_NONCE],
+	};
+	Datum		values[TAKE_COLS];
+	bool		nulls[TAKE_COLS] = { false, false, false, false,
+									 false, false, timeout_null, false };
+	bool		should_free;
+	HeapTuple	old;
+	HeapTuple	new;
+	Bitmapset  *changed = NULL;
+	TupleTableSlot *newslot;
+
+	/* least(now + lease, now + timeout) */
+	if (!timeout_null &&
+		DatumGetTimestampTz(deadline) < DatumGetTimestampTz(by_lease))
+		expires = deadline;
+	values[0] = CStringGetTextDatum("running");
+	values[1] = Int32GetDatum(attempt);
+	values[2] = c->worker;
+	values[3] = IntervalPGetDatum(c->lease);
+	values[4] = expires;
+	values[5] = now;
+	values[6] = deadline;
+	values[7] = Int64GetDatum(c->nonce);
+
+	old = ExecFetchSlotHeapTuple(slot, false, &should_free);
+	new = heap_modify_tuple_by_cols(old, desc, TAKE_COLS, cols, values, nulls);
+	simple_heap_update(dw->rel, &old->t_self, new);
+	newslot = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(new, newslot, false);
+	if (!HeapTupleIsHeapOnly(new))
+	{
+		for (int i = 0; i < TAKE_COLS; i++)
+			changed = bms_add_member(
+				changed, cols[i] - FirstLowInvalidHeapAttributeNumber);
+		direct_index_insert(dw, newslot, changed);
+	}
+
+	/* id, attempt, queue, kind, payload, priority, run_id, lease, run_at */
+	{
+		const AttrNumber outcols[CLAIMED_COLUMNS] = {
+			cache.col[COL_ID],	   cache.col[COL_ATTEMPTS],
+			cache.opt[OPT_QUEUE],  cache.opt[OPT_KIND],
+			cache.opt[OPT_PAYLOAD], cache.opt[OPT_PRIORITY],
+			cache.opt[OPT_RUN_ID], cache.col[COL_LEASE_EXPIRES_AT],
+			cache.opt[OPT_RUN_AT],
+		};
+
+		for (int i = 0; i < CLAIMED_COLUMNS; i++)
+			out->v[i] = heap_getattr(new, outcols[i], desc, &out->isnull[i]);
+	}
+	out->tid = new->t_self;
+	ExecDropSingleTupleTableSlot(newslot);
+#undef TAKE_COLS
+}
+
+/*
+ * Claim up to c->n tasks as the claim statement does, without it; the
+ * claimed tasks go to rows[0..].  Returns how many, or -1 when the
+ * statement must do it (the table or the index is not the one described
+ * here).
+ */
+int
+schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
+{
+	DirectWrite		dw;
+	DirectIndex	   *ix = NULL;
+	Relation		irel;
+	IndexScanDesc	scan;
+	ScanKeyData		keys[2];
+	ScanKeyData		floor[3];
+	int				nkeys = 0;
+	int				taken = 0;
+	TupleTableSlot *lockslot;
+	ClaimFilter		f;
+	bool			xact_snapshot = IsolationUsesXactSnapshot();
+
+	if (!direct_begin(&dw))
+		return -1;
+	for (int i = 0; i < cache.nindexes && ix == NULL; i++)
+		if (strcmp(cache.indexes[i].name, c->index) == 0)
+			ix = &cache.indexes[i];
+	if (ix == NULL)
+	{
+		direct_end(&dw);
+		return -1;
+	}
+
+	memset(&f, 0, sizeof(f));
+	if (c->queues != NULL)
+		deconstruct_array(c->queues, TEXTOID, -1, false, TYPALIGN_INT,
+						  &f.queues, &f.queue_nulls, &f.nqueues);
+	deconstruct_array(c->caps, TEXTOID, -1, false, TYPALIGN_INT, &f.caps,
+					  &f.cap_nulls, &f.ncaps);
+	if (c->busy != NULL)
+		deconstruct_array(c->busy, INT8OID, 8, FLOAT8PASSBYVAL,
+						  TYPALIGN_DOUBLE, &f.busy, &f.busy_nulls, &f.nbusy);
+
+	irel = index_open(ix->indexoid, AccessShareLock);
+	if (c->queue != (Datum) 0)
+		ScanKeyEntryInitialize(&keys[nkeys++], 0, 1, BTEqualStrategyNumber,
+							   TEXTOID, irel->rd_indcollation[0], F_TEXTEQ,
+							   c->queue);
+	/* (-(priority::bigint), run_at, id) >= the floor */
+	ScanKeyEntryInitialize(&floor[0], SK_ROW_MEMBER, nkeys + 1,
+						   BTGreaterEqualStrategyNumber, INT8OID, InvalidOid,
+						   F_BTINT8CMP, Int64GetDatum(c->floor_prio));
+	ScanKeyEntryInitialize(&floor[1], SK_ROW_MEMBER, nkeys + 2,
+						   BTGreaterEqualStrategyNumber, TIMESTAMPTZOID,
+						   InvalidOid, F_TIMESTAMP_CMP,
+						   TimestampTzGetDatum(c->floor_run_at));
+	ScanKeyEntryInitialize(&floor[2], SK_ROW_MEMBER | SK_ROW_END, nkeys + 3,
+						   BTGreaterEqualStrategyNumber, INT8OID, InvalidOid,
+						   F_BTINT8CMP, Int64GetDatum(c->floor_id));
+	ScanKeyEntryInitialize(&keys[nkeys++], SK_ROW_HEADER, floor[0].sk_attno,
+						   BTGreaterEqualStrategyNumber, InvalidOid, InvalidOid,
+						   InvalidOid, PointerGetDatum(floor));
+
+	lockslot = table_slot_create(dw.rel, NULL);
+	scan = index_beginscan(dw.rel, irel, dw.snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while (taken < c->n &&
+		   index_getnext_slot(scan, ForwardScanDirection, dw.slot))
+	{
+		ItemPointerData tid = dw.slot->tts_tid;
+		TM_FailureData	tmfd;
+		TM_Result		res;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!direct_claimable(c, &f, dw.slot))
+			continue;
+		res = table_tuple_lock(dw.rel, &tid, dw.snapshot, lockslot,
+							   GetCurrentCommandId(false), LockTupleExclusive,
+							   LockWaitSkip,
+							   xact_snapshot ? 0 :
+											   TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							   &tmfd);
+		switch (res)
+		{
+			case TM_Ok:
+				/* a newer version: its WHERE clause is checked again */
+				if (tmfd.traversed && !direct_claimable(c, &f, lockslot))
+					continue;
+				direct_take(&dw, c, lockslot, &rows[taken++]);
+				break;
+			case TM_WouldBlock:		/* SKIP LOCKED */
+			case TM_SelfModified:	/* taken by this command already */
+				break;
+			case TM_Updated:
+			case TM_Deleted:
+				if (xact_snapshot)
+					ereport(ERROR,
+							errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							errmsg("could not serialize access due to "
+								   "concurrent update"));
+				break;
+			default:
+				elog(ERROR, "unexpected table_tuple_lock status: %u", res);
+		}
+	}
+	index_endscan(scan);
+	index_close(irel, NoLock);
+	ExecDropSingleTupleTableSlot(lockslot);
+	direct_end(&dw);
+	return taken;
 }

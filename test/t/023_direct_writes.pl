@@ -6,7 +6,9 @@
 #	  (a) the calls run no INSERT or UPDATE statement on schedq.task for
 #	      plain tasks (pg_stat_statements, track = all), and the rows they
 #	      make are the rows the INSERT statement makes (a dedup_key
-#	      element still goes through it), column by column;
+#	      element still goes through it), column by column; a claim
+#	      likewise, but the statement's while a queue is paused, and the
+#	      two make the same running row;
 #	  (b) every index of schedq.task holds exactly the rows it should
 #	      after submits, claims, completes, complete_many and fails
 #	      (amcheck's heapallindexed check of every B-tree index, and the
@@ -108,6 +110,31 @@ is(q1(q{SELECT count(*) FROM pg_stat_statements
 is(q1(q{SELECT string_agg(status || ':' || (result->>'ok'), ',')
 	FROM schedq.task WHERE kind IN ('plain', 'many') AND queue = 'q1'}),
 	'done:1,done:1', '(a) ... and the tasks are done with their results');
+
+my $claim_statements = q{SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+	WHERE query ~ '^(WITH c AS \(SELECT t\.id|UPDATE schedq\.task t SET status)'};
+is(q1($claim_statements), '0', '(a) the claims ran no claim statement');
+q1(q{SELECT schedq.submit('cmp', queue => 'cmpA', timeout => '1 minute',
+		payload => '{"p": 1}', priority => 2);
+	 SELECT schedq.submit('cmp', queue => 'cmpB', timeout => '1 minute',
+		payload => '{"p": 1}', priority => 2);
+	 SELECT schedq.pause_queue('zz')});
+q1(q{SELECT count(*) FROM schedq.claim('w', queues => '{cmpA}',
+		lease => '10 minutes')});
+is(q1($claim_statements), '1', '(a) with a paused queue the statement claims');
+q1(q{SELECT schedq.resume_queue('zz')});
+q1(q{SELECT count(*) FROM schedq.claim('w', queues => '{cmpB}',
+		lease => '10 minutes')});
+is(q1($claim_statements), '1', '(a) ... and without, the direct claim');
+is( q1(
+		q{SELECT count(DISTINCT to_jsonb(t) - 'id' - 'queue' - 'created_at'
+		    - 'run_at' - 'started_at' - 'lease_expires_at' - 'deadline'
+		    - 'claim_nonce' || jsonb_build_object(
+		      'l', lease_expires_at - started_at, 'd', deadline - started_at,
+		      'n', claim_nonce IS NOT NULL))
+		  FROM schedq.task t WHERE kind = 'cmp' AND status = 'running'}),
+	'1',
+	'(a) the direct claim makes the running row the statement makes');
 
 # (b) a mixed load, then every index checked
 q1(q{SELECT count(*) FROM schedq.submit_many(
