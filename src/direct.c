@@ -49,6 +49,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
+#include "tcop/utility.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -299,17 +300,21 @@ typedef struct DirectWrite
 } DirectWrite;
 
 /*
- * Open schedq.task for a direct write.  False, with nothing open, when
- * its shape is not the one this file describes.
+ * Open schedq.task for a direct write, the statement `command` would
+ * make.  False, with nothing open, when its shape is not the one this
+ * file describes.
  */
 static bool
-direct_begin(DirectWrite *dw)
+direct_begin(DirectWrite *dw, const char *command)
 {
 	Oid nsp = get_namespace_oid("schedq", false);
 	Oid relid = get_relname_relid("task", nsp);
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "schedq.task does not exist");
+	/* the executor's checks of a statement that writes a table */
+	PreventCommandIfReadOnly(command);
+	PreventCommandIfParallelMode(command);
 	dw->rel = table_open(relid, RowExclusiveLock);
 	if (!cache.valid || cache.relid != relid)
 		direct_build(dw->rel);
@@ -380,19 +385,57 @@ direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
 	ResetPerTupleExprContext(dw->estate);
 }
 
+static bool
+direct_text_equals(Datum value, const char *s)
+{
+	text *t = DatumGetTextPP(value);
+	int	  len = VARSIZE_ANY_EXHDR(t);
+
+	return len == (int) strlen(s) && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
 /*
- * Find the version of task task_id visible to the write's snapshot, at
- * the hinted TID or through the primary key; put its TID into tid.
+ * Is this row version task task_id's running attempt `attempt` with this
+ * nonce?  The WHERE clause of complete's statement.
  */
 static bool
-direct_find(DirectWrite *dw, int64 task_id, ItemPointer hint, ItemPointer tid)
+direct_is_attempt(HeapTuple tuple, TupleDesc desc, int64 task_id,
+				  int32 attempt, int64 nonce)
 {
+	bool isnull;
+
+	return DatumGetInt64(heap_getattr(tuple, cache.col[COL_ID], desc,
+									  &isnull)) == task_id &&
+		   DatumGetInt32(heap_getattr(tuple, cache.col[COL_ATTEMPTS], desc,
+									  &isnull)) == attempt &&
+		   DatumGetInt64(heap_getattr(tuple, cache.col[COL_CLAIM_NONCE], desc,
+									  &isnull)) == nonce &&
+		   !isnull &&
+		   direct_text_equals(heap_getattr(tuple, cache.col[COL_STATUS], desc,
+										   &isnull),
+							  "running");
+}
+
+/*
+ * Find the version of task task_id visible to the write's snapshot, at
+ * the hinted TID or through the primary key, and put its TID into tid
+ * when it is the running attempt `attempt` with this nonce.  Nothing is
+ * locked: a stale completion, like the statement's WHERE clause, locks
+ * no row.
+ */
+static bool
+direct_find(DirectWrite *dw, int64 task_id, int32 attempt, int64 nonce,
+			ItemPointer hint, ItemPointer tid)
+{
+	TupleDesc	desc = RelationGetDescr(dw->rel);
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	bool		found = false;
 
-	if (hint != NULL && ItemPointerIsValid(hint))
+	/* a TID past the end (after a VACUUM FULL, say) is no hint */
+	if (hint != NULL && ItemPointerIsValid(hint) &&
+		ItemPointerGetBlockNumber(hint) < RelationGetNumberOfBlocks(dw->rel))
 	{
 		HeapTupleData hinted;
 		Buffer		  buffer;
@@ -401,15 +444,17 @@ direct_find(DirectWrite *dw, int64 task_id, ItemPointer hint, ItemPointer tid)
 		if (heap_fetch(dw->rel, dw->snapshot, &hinted, &buffer, false))
 		{
 			bool isnull;
+			bool same_task = DatumGetInt64(heap_getattr(
+								 &hinted, cache.col[COL_ID], desc, &isnull)) ==
+							 task_id;
 
-			found = DatumGetInt64(heap_getattr(&hinted, cache.col[COL_ID],
-											   RelationGetDescr(dw->rel),
-											   &isnull)) == task_id;
+			found = same_task &&
+					direct_is_attempt(&hinted, desc, task_id, attempt, nonce);
 			ReleaseBuffer(buffer);
-			if (found)
+			if (same_task)
 			{
 				*tid = *hint;
-				return true;
+				return found;
 			}
 		}
 	}
@@ -417,22 +462,14 @@ direct_find(DirectWrite *dw, int64 task_id, ItemPointer hint, ItemPointer tid)
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ,
 				Int64GetDatum(task_id));
 	scan = systable_beginscan(dw->rel, cache.pkey, true, dw->snapshot, 1, &key);
-	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)) &&
+		direct_is_attempt(tuple, desc, task_id, attempt, nonce))
 	{
 		*tid = tuple->t_self;
 		found = true;
 	}
 	systable_endscan(scan);
 	return found;
-}
-
-static bool
-direct_text_equals(Datum value, const char *s)
-{
-	text *t = DatumGetTextPP(value);
-	int	  len = VARSIZE_ANY_EXHDR(t);
-
-	return len == (int) strlen(s) && memcmp(VARDATA_ANY(t), s, len) == 0;
 }
 
 /*
@@ -451,76 +488,77 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 	DirectWrite		dw;
 	ItemPointerData tid;
 	TM_FailureData	tmfd;
-	TM_Result		res;
 	TupleTableSlot *slot;
+	TupleDesc		desc;
+	HeapTuple		old;
+	bool			should_free;
 	bool			isnull;
-	SchedqDirectOutcome outcome = DIRECT_STALE;
+	SchedqDirectOutcome outcome = DIRECT_DONE;
 
-	if (!direct_begin(&dw))
+	if (!direct_begin(&dw, "UPDATE"))
 		return DIRECT_FALLBACK;
 	slot = dw.slot;
-	if (!direct_find(&dw, task_id, hint, &tid))
+	desc = RelationGetDescr(dw.rel);
+	if (!direct_find(&dw, task_id, attempt, nonce, hint, &tid))
 	{
 		direct_end(&dw);
 		return DIRECT_STALE;
 	}
-	res = table_tuple_lock(dw.rel, &tid, dw.snapshot, slot,
-						   GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-						   LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-						   &tmfd);
-	if (res == TM_Ok &&
-		DatumGetInt32(slot_getattr(slot, cache.col[COL_ATTEMPTS], &isnull)) ==
-			attempt &&
-		!isnull &&
-		DatumGetInt64(slot_getattr(slot, cache.col[COL_CLAIM_NONCE],
-								   &isnull)) == nonce &&
-		!isnull &&
-		direct_text_equals(slot_getattr(slot, cache.col[COL_STATUS], &isnull),
-						   "running"))
+	/* as UPDATE in READ COMMITTED: lock the latest version, check again */
+	if (table_tuple_lock(dw.rel, &tid, dw.snapshot, slot,
+						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
+						 LockWaitBlock,
+						 IsolationUsesXactSnapshot() ?
+							 0 :
+							 TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+						 &tmfd) != TM_Ok)
 	{
-		/* task_status_event's WHEN clause, but NEW.run_id = OLD.run_id */
-		slot_getattr(slot, cache.opt[OPT_LOCK_KEY], &isnull);
-		if (!isnull)
-			outcome = DIRECT_FALLBACK;
-		slot_getattr(slot, cache.opt[OPT_CONCURRENCY_KEY], &isnull);
-		if (!isnull)
-			outcome = DIRECT_FALLBACK;
-		slot_getattr(slot, cache.opt[OPT_RUN_ID], &isnull);
-		if (!isnull)
-			outcome = DIRECT_FALLBACK;
-		if (DatumGetBool(
-				slot_getattr(slot, cache.col[COL_HAS_DEPENDENTS], &isnull)))
-			outcome = DIRECT_FALLBACK;
+		if (IsolationUsesXactSnapshot())
+			ereport(ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("could not serialize access due to concurrent "
+						   "update"));
+		direct_end(&dw);
+		return DIRECT_STALE;
+	}
+	old = ExecFetchSlotHeapTuple(slot, false, &should_free);
+	if (tmfd.traversed &&
+		!direct_is_attempt(old, desc, task_id, attempt, nonce))
+	{
+		direct_end(&dw);
+		return DIRECT_STALE;
+	}
 
-		if (outcome != DIRECT_FALLBACK)
+	/* task_status_event's WHEN clause (NEW.run_id is OLD.run_id here) */
+	if (!heap_attisnull(old, cache.opt[OPT_LOCK_KEY], desc) ||
+		!heap_attisnull(old, cache.opt[OPT_CONCURRENCY_KEY], desc) ||
+		!heap_attisnull(old, cache.opt[OPT_RUN_ID], desc) ||
+		DatumGetBool(
+			heap_getattr(old, cache.col[COL_HAS_DEPENDENTS], desc, &isnull)))
+		outcome = DIRECT_FALLBACK;
+	else
+	{
+		int		   cols[3] = { cache.col[COL_STATUS], cache.col[COL_RESULT],
+							   cache.col[COL_FINISHED_AT] };
+		Datum	   values[3] = { CStringGetTextDatum("done"), result,
+								 TimestampTzGetDatum(
+									 GetCurrentTransactionStartTimestamp()) };
+		bool	   nulls[3] = { false, result_null, false };
+		HeapTuple  new = heap_modify_tuple_by_cols(old, desc, 3, cols, values,
+												   nulls);
+		Bitmapset *changed = NULL;
+
+		simple_heap_update(dw.rel, &old->t_self, new);
+		if (!HeapTupleIsHeapOnly(new))
 		{
-			int		  cols[3] = { cache.col[COL_STATUS], cache.col[COL_RESULT],
-								  cache.col[COL_FINISHED_AT] };
-			Datum	  values[3] = { CStringGetTextDatum("done"), result,
-								TimestampTzGetDatum(
-									GetCurrentTransactionStartTimestamp()) };
-			bool	  nulls[3] = { false, result_null, false };
-			bool	  should_free;
-			HeapTuple old = ExecFetchSlotHeapTuple(slot, false, &should_free);
-			HeapTuple new = heap_modify_tuple_by_cols(
-				old, RelationGetDescr(dw.rel), 3, cols, values, nulls);
-			Bitmapset *changed = NULL;
+			TupleTableSlot *newslot =
+				MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
 
-			simple_heap_update(dw.rel, &old->t_self, new);
-			if (!HeapTupleIsHeapOnly(new))
-			{
-				TupleTableSlot *newslot =
-					MakeSingleTupleTableSlot(RelationGetDescr(dw.rel),
-											 &TTSOpsHeapTuple);
-
-				for (int c = 0; c < 3; c++)
-					changed = bms_add_member(
-						changed, cols[c] - FirstLowInvalidHeapAttributeNumber);
-				ExecStoreHeapTuple(new, newslot, false);
-				direct_index_insert(&dw, newslot, changed);
-				ExecDropSingleTupleTableSlot(newslot);
-			}
-			outcome = DIRECT_DONE;
+			for (int c = 0; c < 3; c++)
+				changed = bms_add_member(
+					changed, cols[c] - FirstLowInvalidHeapAttributeNumber);
+			ExecStoreHeapTuple(new, newslot, false);
+			direct_index_insert(&dw, newslot, changed);
+			ExecDropSingleTupleTableSlot(newslot);
 		}
 	}
 	direct_end(&dw);
@@ -548,7 +586,7 @@ schedq_direct_insert(const SchedqTaskOptions *const *opts,
 
 	if (n == 0)
 		return true;
-	if (!direct_begin(&dw))
+	if (!direct_begin(&dw, "INSERT"))
 		return false;
 	desc = RelationGetDescr(dw.rel);
 	cid = GetCurrentCommandId(true);
@@ -708,6 +746,23 @@ direct_claimable(const SchedqDirectClaim *c, ClaimFilter *f,
 }
 
 /*
+ * direct_claimable in the per-tuple memory of the write: a scan over many
+ * rows it turns down keeps nothing of them.
+ */
+static bool
+direct_claimable_tuple(DirectWrite *dw, const SchedqDirectClaim *c,
+					   ClaimFilter *f, TupleTableSlot *slot)
+{
+	MemoryContext old =
+		MemoryContextSwitchTo(GetPerTupleMemoryContext(dw->estate));
+	bool		  claimable = direct_claimable(c, f, slot);
+
+	MemoryContextSwitchTo(old);
+	ResetPerTupleExprContext(dw->estate);
+	return claimable;
+}
+
+/*
  * Make the locked row version in slot the claim's: 'running', the next
  * attempt, the lease; as the statement's SET list has it.  Its columns go
  * to *out.
@@ -811,7 +866,7 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 	ClaimFilter		f;
 	bool			xact_snapshot = IsolationUsesXactSnapshot();
 
-	if (!direct_begin(&dw))
+	if (!direct_begin(&dw, "UPDATE"))
 		return -1;
 	for (int i = 0; i < cache.nindexes && ix == NULL; i++)
 		if (strcmp(cache.indexes[i].name, c->index) == 0)
@@ -863,7 +918,7 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 		TM_Result		res;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!direct_claimable(c, &f, dw.slot))
+		if (!direct_claimable_tuple(&dw, c, &f, dw.slot))
 			continue;
 		res = table_tuple_lock(dw.rel, &tid, dw.snapshot, lockslot,
 							   GetCurrentCommandId(false), LockTupleExclusive,
@@ -875,7 +930,8 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 		{
 			case TM_Ok:
 				/* a newer version: its WHERE clause is checked again */
-				if (tmfd.traversed && !direct_claimable(c, &f, lockslot))
+				if (tmfd.traversed &&
+					!direct_claimable_tuple(&dw, c, &f, lockslot))
 					continue;
 				direct_take(&dw, c, lockslot, &rows[taken++]);
 				break;

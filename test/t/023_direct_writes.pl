@@ -21,7 +21,11 @@
 #	      statements run; once it is dropped the direct path is back;
 #	  (e) a task with lock_key, a run or dependents completes through the
 #	      statement, so that task_status_event still frees what it
-#	      gates; a stale or forged completion changes nothing.
+#	      gates; a stale or forged completion changes nothing;
+#	  (f) in a read-only transaction submit, claim and complete fail as
+#	      the statements would (25006) and change nothing;
+#	  (g) a complete whose claimed-row hint points past the end of the
+#	      table (VACUUM FULL since the claim) completes.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -233,6 +237,44 @@ like($stderr, qr/grant|token/i, '(e) a forged token is refused');
 is(q1(q{SELECT status FROM schedq.task WHERE kind = 'k2'}),
 	'running', '(e) ... and changes nothing');
 is(indexes_sound(), 'ok', '(e) indexes still match the heap');
+
+# (f) read-only transactions
+q1(q{SELECT schedq.submit('ro', queue => 'ro')});
+my $ro_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{ro}')});
+q1(q{SELECT schedq.submit('ro2', queue => 'ro')});
+for my $call ("SELECT schedq.submit('ro3')",
+	"SELECT count(*) FROM schedq.claim('w', queues => '{ro}')",
+	"SELECT schedq.complete('$ro_tok')")
+{
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SET default_transaction_read_only = on; $call");
+	like($err, qr/cannot execute (INSERT|UPDATE) in a read-only transaction/,
+		"(f) read-only: " . substr($call, 7, 20) . "... refused");
+}
+is(q1(q{SELECT string_agg(kind || ':' || status, ',' ORDER BY id)
+	FROM schedq.task WHERE kind LIKE 'ro%'}),
+	'ro:running,ro2:available', '(f) ... and nothing changed');
+
+# (g) the hint past the end of the table
+q1(q{SELECT count(*) FROM schedq.submit_many(
+		(SELECT jsonb_agg(jsonb_build_object('kind', 'fill', 'queue', 'vf'))
+		 FROM generate_series(1, 3000)))});
+q1(q{SELECT schedq.submit('last', queue => 'vf', priority => 1)});
+my $vf = $node->background_psql('postgres');
+my $vf_tok = $vf->query_safe(
+	q{SELECT token FROM schedq.claim('w', queues => '{vf}')});
+my $block = q1(q{SELECT (ctid::text::point)[0] FROM schedq.task
+	WHERE kind = 'last'});
+q1(q{DELETE FROM schedq.task WHERE kind <> 'last'});
+q1(q{VACUUM FULL schedq.task});
+ok($block > 0 && q1(q{SELECT pg_relation_size('schedq.task') / 8192}) <= $block,
+	"(g) the claimed row was at block $block, now past the end");
+is($vf->query_safe("SELECT schedq.complete('$vf_tok')"), 't',
+	'(g) complete after VACUUM FULL: done');
+is(q1(q{SELECT status FROM schedq.task WHERE kind = 'last'}), 'done',
+	'(g) ... and the task is done');
+$vf->quit;
+is(indexes_sound(), 'ok', '(g) indexes still match the heap');
 
 $node->stop;
 done_testing();
