@@ -102,6 +102,8 @@ SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L, NULL])', :'t'))
 SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L, %L])', :'t', 'not a grant'));
 SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L], %L::jsonb[])', :'t', '{"{}","{}"}'));
 SELECT pg_temp.err(format('SELECT schedq.complete_many(array_fill(%L::text, ARRAY[1001]))', :'t'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[[%L]])', :'t'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L], ARRAY[[%L]]::jsonb[])', :'t', '{}'));
 
 -- managing
 SELECT pg_temp.err($$SELECT schedq.cancel(NULL)$$);

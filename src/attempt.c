@@ -252,10 +252,23 @@ attempt_cmp_int64(const void *a, const void *b)
 }
 
 /*
+ * An error unless the array argument has at most one dimension: a token or
+ * a result is an element of a list, never of a matrix.
+ */
+static void
+attempt_check_one_dimension(const char *what, ArrayType *arr)
+{
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR, errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				errmsg("%s must be a one-dimensional array", what));
+}
+
+/*
  * Read and check the tokens and results arguments of complete_many and
  * complete_and_claim (argument numbers tokens_arg and results_arg of the
- * function called as fn): at most TASK_MAX_BATCH tokens, no NULL, each a
- * valid grant, results (when not NULL) one per token and each within
+ * function called as fn): one dimension each, at most TASK_MAX_BATCH
+ * tokens (counted before they are taken apart), no NULL, each a valid
+ * grant, results (when not NULL) one per token and each within
  * schedq.max_payload.  Errors before anything is written.  Outside the
  * call bracket: what it allocates must outlive the SPI connection.
  */
@@ -263,9 +276,10 @@ void
 schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 				   const char *fn, SchedqTokens *t)
 {
-	Datum *tokens;
-	bool  *token_nulls;
-	int	   nresults;
+	Datum	  *tokens;
+	bool	  *token_nulls;
+	int		   nresults;
+	ArrayType *arr;
 
 	memset(t, 0, sizeof(*t));
 	if (PG_ARGISNULL(tokens_arg))
@@ -273,16 +287,19 @@ schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 				errmsg("tokens must not be null"),
 				errhint(
 					"Pass an empty array when there is nothing to finish."));
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(tokens_arg), TEXTOID, -1, false,
-					  TYPALIGN_INT, &tokens, &token_nulls, &t->n);
-	if (t->n > TASK_MAX_BATCH)
+	arr = PG_GETARG_ARRAYTYPE_P(tokens_arg);
+	attempt_check_one_dimension("tokens", arr);
+	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > TASK_MAX_BATCH)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%s takes at most %d tokens", fn, TASK_MAX_BATCH));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &tokens,
+					  &token_nulls, &t->n);
 	if (!PG_ARGISNULL(results_arg))
 	{
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(results_arg), JSONBOID, -1,
-						  false, TYPALIGN_INT, &t->results, &t->result_nulls,
-						  &nresults);
+		arr = PG_GETARG_ARRAYTYPE_P(results_arg);
+		attempt_check_one_dimension("results", arr);
+		deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT, &t->results,
+						  &t->result_nulls, &nresults);
 		if (nresults != t->n)
 			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("results must have one element per token"),
