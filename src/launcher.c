@@ -155,7 +155,8 @@ launcher_start_scheduler(LauncherDb *db)
 }
 
 /*
- * Mark every database of pg_database as seen, adding new ones.
+ * Mark every database of pg_database as seen, adding new ones.  Frees the
+ * metrics slots of the databases that are no longer in pg_database.
  */
 static void
 launcher_scan_databases(void)
@@ -165,6 +166,19 @@ launcher_scan_databases(void)
 	HeapTuple		tuple;
 	HASH_SEQ_STATUS status;
 	LauncherDb	   *db;
+	Oid				counted[SCHEDQ_MAX_DATABASES];
+	bool			exists[SCHEDQ_MAX_DATABASES] = { false };
+	int				ncounted;
+
+	/*
+	 * The databases with metrics slots, read before the scan's snapshot: a
+	 * process counted in each, so each was in pg_database before that
+	 * snapshot, and one the scan does not find was dropped.  This frees the
+	 * slots of databases this launcher never had in its list (templates,
+	 * databases that take no connections, databases made and dropped
+	 * between two scans), which dropping alone would not.
+	 */
+	ncounted = schedq_metrics_databases(counted);
 
 	hash_seq_init(&status, launcher_dbs);
 	while ((db = hash_seq_search(&status)) != NULL)
@@ -180,6 +194,9 @@ launcher_scan_databases(void)
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
 		bool			 found;
 
+		for (int i = 0; i < ncounted; i++)
+			if (counted[i] == form->oid)
+				exists[i] = true;
 		if (form->datistemplate || !form->datallowconn)
 			continue;
 		db = hash_search(launcher_dbs, &form->oid, HASH_ENTER, &found);
@@ -196,6 +213,10 @@ launcher_scan_databases(void)
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+
+	for (int i = 0; i < ncounted; i++)
+		if (!exists[i])
+			schedq_metrics_forget(counted[i]);
 }
 
 /*
