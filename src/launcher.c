@@ -156,7 +156,8 @@ launcher_start_scheduler(LauncherDb *db)
 
 /*
  * Mark every database of pg_database as seen, adding new ones.  Frees the
- * metrics slots of the databases that are no longer in pg_database.
+ * slots (a scheduler's, the metrics') of the databases that are no longer
+ * in pg_database.
  */
 static void
 launcher_scan_databases(void)
@@ -169,16 +170,27 @@ launcher_scan_databases(void)
 	Oid				counted[SCHEDQ_MAX_DATABASES];
 	bool			exists[SCHEDQ_MAX_DATABASES] = { false };
 	int				ncounted;
+	Oid				slotted[SCHEDQ_MAX_DATABASES];
+	bool			slot_exists[SCHEDQ_MAX_DATABASES] = { false };
+	int				nslotted = 0;
 
 	/*
-	 * The databases with metrics slots, read before the scan's snapshot: a
-	 * process counted in each, so each was in pg_database before that
-	 * snapshot, and one the scan does not find was dropped.  This frees the
-	 * slots of databases this launcher never had in its list (templates,
-	 * databases that take no connections, databases made and dropped
-	 * between two scans), which dropping alone would not.
+	 * The databases with metrics slots and with scheduler slots, read
+	 * before the scan's snapshot: each slot was taken for a database then
+	 * in pg_database (a process counted there; a scheduler, a probe or a
+	 * database command was there), so one the scan does not find was
+	 * dropped.  Their slots are freed below, whether or not this launcher
+	 * had the database in its list: dropping alone frees neither a slot
+	 * DROP DATABASE still holds when the launcher notices the drop, nor one
+	 * of a database it never scanned (a template, one that takes no
+	 * connections, one made and dropped between two scans).
 	 */
 	ncounted = schedq_metrics_databases(counted);
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+		if (OidIsValid(schedq_shared->databases[i].dboid))
+			slotted[nslotted++] = schedq_shared->databases[i].dboid;
+	LWLockRelease(schedq_shared->lock);
 
 	hash_seq_init(&status, launcher_dbs);
 	while ((db = hash_seq_search(&status)) != NULL)
@@ -197,6 +209,9 @@ launcher_scan_databases(void)
 		for (int i = 0; i < ncounted; i++)
 			if (counted[i] == form->oid)
 				exists[i] = true;
+		for (int i = 0; i < nslotted; i++)
+			if (slotted[i] == form->oid)
+				slot_exists[i] = true;
 		if (form->datistemplate || !form->datallowconn)
 			continue;
 		db = hash_search(launcher_dbs, &form->oid, HASH_ENTER, &found);
@@ -217,6 +232,18 @@ launcher_scan_databases(void)
 	for (int i = 0; i < ncounted; i++)
 		if (!exists[i])
 			schedq_metrics_forget(counted[i]);
+	for (int i = 0; i < nslotted; i++)
+	{
+		SchedqDatabase *slot;
+
+		if (slot_exists[i])
+			continue;
+		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+		slot = schedq_database_slot(slotted[i], false);
+		if (slot != NULL && slot->pid == 0)
+			slot->dboid = InvalidOid;
+		LWLockRelease(schedq_shared->lock);
+	}
 }
 
 /*
