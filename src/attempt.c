@@ -54,20 +54,24 @@ static SchedqQuery q_complete_tid =
 				 " WHERE ctid = $5 AND" ATTEMPT_IS_RUNNING,
 				 INT8OID, INT4OID, INT8OID, JSONBOID, TIDOID);
 /*
- * The status test is written so that it does not match the predicate of
+ * Each grant's attempt is matched as a whole (id, attempt, nonce), at the
+ * first place the grant has in the arrays, so that a stale grant of a task
+ * given before its current grant hides nothing.  Returns the place.  The
+ * status test is written so that it does not match the predicate of
  * task_running_idx: a generic plan would otherwise read every running
  * task through that index to find these.
  */
-static SchedqQuery q_complete_many =
-	SCHEDQ_QUERY("UPDATE schedq.task t"
-				 " SET status = 'done', finished_at = now(),"
-				 "     result = ($4)[array_position($1, t.id)]"
-				 " WHERE t.id = ANY ($1)"
-				 "   AND t.attempts = ($2)[array_position($1, t.id)]"
-				 "   AND t.claim_nonce = ($3)[array_position($1, t.id)]"
-				 "   AND COALESCE(t.status, '') = 'running'"
-				 " RETURNING t.id",
-				 INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID);
+static SchedqQuery q_complete_many = SCHEDQ_QUERY(
+	"UPDATE schedq.task t"
+	" SET status = 'done', finished_at = now(), result = ($4)[g.i::integer]"
+	" FROM (SELECT DISTINCT ON (u.id, u.attempt, u.nonce)"
+	"         u.id, u.attempt, u.nonce, u.i"
+	"       FROM unnest($1, $2, $3) WITH ORDINALITY AS u(id, attempt, nonce, i)"
+	"       ORDER BY u.id, u.attempt, u.nonce, u.i) g"
+	" WHERE t.id = g.id AND t.attempts = g.attempt AND t.claim_nonce = g.nonce"
+	"   AND COALESCE(t.status, '') = 'running'"
+	" RETURNING g.i",
+	INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID);
 /* $3 NULL: any nonce (the reaper, which locked the row itself) */
 static SchedqQuery q_fail_lock =
 	SCHEDQ_QUERY("SELECT attempts - retry_base >= max_attempts,"
@@ -242,15 +246,6 @@ schedq_complete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(done);
 }
 
-static int
-attempt_cmp_int64(const void *a, const void *b)
-{
-	int64 x = *(const int64 *) a;
-	int64 y = *(const int64 *) b;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
 /*
  * An error unless the array argument has at most one dimension: a token or
  * a result is an element of a list, never of a matrix.
@@ -329,8 +324,9 @@ schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 
 /*
  * Complete the attempts read by schedq_tokens_read; set t->completed[i]
- * where token i's attempt was running and is now done (a task given twice
- * counts once, at its first place).  One token takes complete()'s path
+ * where token i's attempt was running and is now done (a grant given twice
+ * counts once, at its first place; a stale grant of a task changes nothing,
+ * wherever it is).  One token takes complete()'s path
  * (the claimed-row hint first); more take one UPDATE through the primary
  * key.  Returns how many were completed.  Inside the caller's SPI
  * connection.
@@ -338,12 +334,10 @@ schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 int
 schedq_complete_tokens(SchedqTokens *t)
 {
-	Datum  values[5];
-	char   nulls[5] = { ' ', ' ', ' ', ' ', ' ' };
-	int64 *done;
-	bool  *used;
-	int	   n = t->n;
-	int	   ndone;
+	Datum values[5];
+	char  nulls[5] = { ' ', ' ', ' ', ' ', ' ' };
+	int	  n = t->n;
+	int	  ndone;
 
 	if (n == 0)
 		return 0;
@@ -381,33 +375,25 @@ schedq_complete_tokens(SchedqTokens *t)
 		nulls[3] = 'n';
 
 	/*
-	 * One UPDATE through the primary key.  A task given twice takes its
-	 * attempt, nonce and result from its first place (array_position).
+	 * One UPDATE through the primary key.  It returns the place (from 1)
+	 * of each grant whose attempt it completed: its first place, with the
+	 * result given there.
 	 */
 	ndone =
 		schedq_run(&q_complete_many, values, nulls, 0, SPI_OK_UPDATE_RETURNING);
-	done = palloc(sizeof(int64) * Max(ndone, 1));
 	for (int i = 0; i < ndone; i++)
 	{
-		bool isnull;
-
-		done[i] =
+		bool  isnull;
+		int64 place =
 			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
 										SPI_tuptable->tupdesc, 1, &isnull));
-	}
 
-	/* true at the first place of each task that was completed */
-	qsort(done, ndone, sizeof(int64), attempt_cmp_int64);
-	used = palloc0(sizeof(bool) * Max(ndone, 1));
-	for (int i = 0; i < n; i++)
-	{
-		int64  id = DatumGetInt64(t->ids[i]);
-		int64 *hit =
-			bsearch(&id, done, ndone, sizeof(int64), attempt_cmp_int64);
-
-		t->completed[i] = hit != NULL && !used[hit - done];
-		if (hit != NULL)
-			used[hit - done] = true;
+		if (place < 1 || place > n)
+			elog(ERROR,
+				 "complete_many completed a grant at place " INT64_FORMAT
+				 " of %d",
+				 place, n);
+		t->completed[place - 1] = true;
 	}
 	if (ndone > 0)
 		schedq_count(METRIC_TASKS_COMPLETED, ndone);
