@@ -11,7 +11,9 @@
 #	  (a) each of them still has counters of its own (its submit shows in
 #	      its metrics());
 #	  (b) a database made afterwards has counters of its own;
-#	  (c) a database that lives through it all keeps its counters.
+#	  (c) a database that lives through it all keeps its counters;
+#	  (d) the gauge scheduler_lag_ms is per database too: each database's
+#	      metrics() shows the lag of its own last promotion.
 #
 #	  Run by test/check.sh (make check) with prove; see the header of
 #	  check.sh for the environment every TAP test gets.
@@ -82,6 +84,19 @@ is($node->safe_psql('fresh', $submitted),
 # (c) The database that stayed kept its counters.
 is($node->safe_psql('keep', $submitted),
 	'3', '(c) keep still has its 3 submits');
+
+# (d) Promotions an hour late in keep, five seconds late in fresh.
+my $lag = "SELECT value FROM schedq.metrics() WHERE name = 'scheduler_lag_ms'";
+$node->safe_psql('keep',
+	"SELECT schedq.submit('late', run_at => now() + interval '1 hour');\n"
+	  . "SELECT schedq._promote_once(now() + interval '2 hours');");
+$node->safe_psql('fresh',
+	"SELECT schedq.submit('late', run_at => now() + interval '1 second');\n"
+	  . "SELECT schedq._promote_once(now() + interval '6 seconds');");
+cmp_ok($node->safe_psql('keep', $lag),
+	'>=', 3_500_000, '(d) keep shows the lag of its own promotion');
+cmp_ok($node->safe_psql('fresh', $lag),
+	'<', 60_000, '(d) fresh shows the lag of its own promotion');
 
 $node->stop;
 done_testing();
