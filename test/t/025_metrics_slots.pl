@@ -1,5 +1,5 @@
 #-------------------------------------------------------------------------
-# test/t/023_metrics_slots.pl
+# test/t/025_metrics_slots.pl
 #	  metrics() counts per database in one of 64 shared-memory slots; the
 #	  slot of a dropped database must come free, whatever the launcher saw
 #	  of that database.  Databases are made from a template that has
