@@ -66,6 +66,8 @@ SELECT pg_temp.err($$SELECT schedq.submit_many('[{"payload": {}}]')$$);
 SELECT pg_temp.err($$SELECT schedq.submit_many('[{"kind": "k", "max_attempts": -1}]')$$);
 SELECT pg_temp.err($$SELECT schedq.submit_many('[{"kind": "k", "priority": "high"}]')$$);
 SELECT schedq.submit_many(NULL) IS NULL AS strict_null;
+-- more tasks than one call takes (54000): refused before any is looked at
+SELECT pg_temp.err($$SELECT schedq.submit_many((SELECT jsonb_agg('{"kind": "k"}'::jsonb) FROM generate_series(1, 100001)))$$);
 SELECT pg_temp.err($$SELECT schedq.submit_sql(NULL)$$);
 SELECT pg_temp.err($$SELECT schedq.submit_sql('  ')$$);
 SELECT pg_temp.err($$SELECT schedq.submit_sql('SELECT 1', max_attempts => 0)$$);
@@ -102,6 +104,8 @@ SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L, NULL])', :'t'))
 SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L, %L])', :'t', 'not a grant'));
 SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L], %L::jsonb[])', :'t', '{"{}","{}"}'));
 SELECT pg_temp.err(format('SELECT schedq.complete_many(array_fill(%L::text, ARRAY[1001]))', :'t'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[[%L]])', :'t'));
+SELECT pg_temp.err(format('SELECT schedq.complete_many(ARRAY[%L], ARRAY[[%L]]::jsonb[])', :'t', '{}'));
 
 -- managing
 SELECT pg_temp.err($$SELECT schedq.cancel(NULL)$$);

@@ -110,6 +110,10 @@ SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[%L, 'n
 SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[%L, %L], 'w4')$$,
 		:'good', left(:'good', -1) || CASE right(:'good', 1) WHEN '0' THEN '1' ELSE '0' END));
 SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[%L], 'w4', results => '{}')$$, :'good'));
+-- Two-dimensional tokens or results: 2202E, as for every array argument
+-- (the good grant inside is not completed).
+SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[[%L]], 'w4')$$, :'good'));
+SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[%L], 'w4', results => ARRAY[['{}']]::jsonb[])$$, :'good'));
 SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[%L], 'w4', results => ARRAY[jsonb_build_object('x', repeat('x', 2000000))])$$, :'good'));
 SELECT pg_temp.err($$SELECT * FROM schedq.complete_and_claim(array_fill('x'::text, ARRAY[1001]), 'w4')$$);
 SELECT pg_temp.err(format($$SELECT * FROM schedq.complete_and_claim(ARRAY[%L], NULL)$$, :'good'));

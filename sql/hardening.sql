@@ -145,6 +145,26 @@ SET ROLE regress_hardening_a;
 SELECT schedq.submit('own', depends_on => ARRAY[:private::bigint]) > 0 AS own_dependency;
 RESET ROLE;
 
+-- A stale grant of a task given before the task's current grant hides
+-- nothing: complete_many and complete_and_claim complete the current
+-- attempt with its own result, and answer false only for the stale one.
+SELECT schedq.submit('fenced2', priority => 1000) AS fenced2 \gset
+BEGIN;
+SELECT token AS rolled_back2 FROM schedq.claim('w1') WHERE id = :fenced2 \gset
+ROLLBACK;
+SELECT token AS current2 FROM schedq.claim('w2') WHERE id = :fenced2 \gset
+SELECT schedq.complete_many(ARRAY[:'rolled_back2', :'current2', :'rolled_back2'],
+	ARRAY['{"from": "rolled back"}', '{"from": "current"}', NULL]::jsonb[]) AS stale_first;
+SELECT status, result FROM schedq.task WHERE id = :fenced2;
+SELECT schedq.submit('fenced3', priority => 1000) AS fenced3 \gset
+BEGIN;
+SELECT token AS rolled_back3 FROM schedq.claim('w1') WHERE id = :fenced3 \gset
+ROLLBACK;
+SELECT token AS current3 FROM schedq.claim('w2') WHERE id = :fenced3 \gset
+SELECT count(*) AS claimed FROM schedq.complete_and_claim(ARRAY[:'rolled_back3', :'current3'], 'w2',
+	results => ARRAY['{"from": "rolled back"}', '{"from": "current"}']::jsonb[], queues => '{none}');
+SELECT status, result FROM schedq.task WHERE id = :fenced3;
+
 DROP EXTENSION schedq;
 DROP OWNED BY regress_hardening_a, regress_hardening_b;
 DROP ROLE regress_hardening_a, regress_hardening_b;

@@ -246,10 +246,23 @@ schedq_complete(PG_FUNCTION_ARGS)
 }
 
 /*
+ * An error unless the array argument has at most one dimension: a token or
+ * a result is an element of a list, never of a matrix.
+ */
+static void
+attempt_check_one_dimension(const char *what, ArrayType *arr)
+{
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR, errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				errmsg("%s must be a one-dimensional array", what));
+}
+
+/*
  * Read and check the tokens and results arguments of complete_many and
  * complete_and_claim (argument numbers tokens_arg and results_arg of the
- * function called as fn): at most TASK_MAX_BATCH tokens, no NULL, each a
- * valid grant, results (when not NULL) one per token and each within
+ * function called as fn): one dimension each, at most TASK_MAX_BATCH
+ * tokens (counted before they are taken apart), no NULL, each a valid
+ * grant, results (when not NULL) one per token and each within
  * schedq.max_payload.  Errors before anything is written.  Outside the
  * call bracket: what it allocates must outlive the SPI connection.
  */
@@ -257,9 +270,10 @@ void
 schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 				   const char *fn, SchedqTokens *t)
 {
-	Datum *tokens;
-	bool  *token_nulls;
-	int	   nresults;
+	Datum	  *tokens;
+	bool	  *token_nulls;
+	int		   nresults;
+	ArrayType *arr;
 
 	memset(t, 0, sizeof(*t));
 	if (PG_ARGISNULL(tokens_arg))
@@ -267,16 +281,19 @@ schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 				errmsg("tokens must not be null"),
 				errhint(
 					"Pass an empty array when there is nothing to finish."));
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(tokens_arg), TEXTOID, -1, false,
-					  TYPALIGN_INT, &tokens, &token_nulls, &t->n);
-	if (t->n > TASK_MAX_BATCH)
+	arr = PG_GETARG_ARRAYTYPE_P(tokens_arg);
+	attempt_check_one_dimension("tokens", arr);
+	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > TASK_MAX_BATCH)
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%s takes at most %d tokens", fn, TASK_MAX_BATCH));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &tokens,
+					  &token_nulls, &t->n);
 	if (!PG_ARGISNULL(results_arg))
 	{
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(results_arg), JSONBOID, -1,
-						  false, TYPALIGN_INT, &t->results, &t->result_nulls,
-						  &nresults);
+		arr = PG_GETARG_ARRAYTYPE_P(results_arg);
+		attempt_check_one_dimension("results", arr);
+		deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT, &t->results,
+						  &t->result_nulls, &nresults);
 		if (nresults != t->n)
 			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("results must have one element per token"),
@@ -304,7 +321,10 @@ schedq_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
 	}
 }
 
-/* Token places in task id order, a task's first place first. */
+/*
+ * Token places in task id order, then by grant (attempt, nonce), a grant's
+ * first place first.
+ */
 static int
 attempt_cmp_place(const void *a, const void *b, void *arg)
 {
@@ -313,18 +333,34 @@ attempt_cmp_place(const void *a, const void *b, void *arg)
 	int			  y = *(const int *) b;
 	int64		  idx = DatumGetInt64(t->ids[x]);
 	int64		  idy = DatumGetInt64(t->ids[y]);
+	int32		  ax = DatumGetInt32(t->attempts[x]);
+	int32		  ay = DatumGetInt32(t->attempts[y]);
+	int64		  nx = DatumGetInt64(t->nonces[x]);
+	int64		  ny = DatumGetInt64(t->nonces[y]);
 
 	if (idx != idy)
 		return idx < idy ? -1 : 1;
+	if (ax != ay)
+		return ax < ay ? -1 : 1;
+	if (nx != ny)
+		return nx < ny ? -1 : 1;
 	return x - y;
+}
+
+static bool
+attempt_same_grant(SchedqTokens *t, int x, int y)
+{
+	return t->ids[x] == t->ids[y] && t->attempts[x] == t->attempts[y] &&
+		   t->nonces[x] == t->nonces[y];
 }
 
 /*
  * Complete the attempts read by schedq_tokens_read; set t->completed[i]
  * where token i's attempt was running and is now done.  In task id order,
  * the order in which an UPDATE through the primary key would lock the
- * rows; a task given twice counts once, at its first place.  Returns how
- * many were completed.  Inside the caller's SPI connection.
+ * rows; a grant given twice counts once, at its first place, and a stale
+ * grant of a task changes nothing, wherever it is.  Returns how many were
+ * completed.  Inside the caller's SPI connection.
  */
 int
 schedq_complete_tokens(SchedqTokens *t)
@@ -344,7 +380,7 @@ schedq_complete_tokens(SchedqTokens *t)
 		Datum values[5];
 		char  nulls[5] = { ' ', ' ', ' ', ' ', 'n' };
 
-		if (k > 0 && t->ids[order[k - 1]] == t->ids[i])
+		if (k > 0 && attempt_same_grant(t, order[k - 1], i))
 			continue;
 		values[0] = t->ids[i];
 		values[1] = t->attempts[i];

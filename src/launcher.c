@@ -155,7 +155,9 @@ launcher_start_scheduler(LauncherDb *db)
 }
 
 /*
- * Mark every database of pg_database as seen, adding new ones.
+ * Mark every database of pg_database as seen, adding new ones.  Frees the
+ * slots (a scheduler's, the metrics') of the databases that are no longer
+ * in pg_database.
  */
 static void
 launcher_scan_databases(void)
@@ -165,6 +167,30 @@ launcher_scan_databases(void)
 	HeapTuple		tuple;
 	HASH_SEQ_STATUS status;
 	LauncherDb	   *db;
+	Oid				counted[SCHEDQ_MAX_DATABASES];
+	bool			exists[SCHEDQ_MAX_DATABASES] = { false };
+	int				ncounted;
+	Oid				slotted[SCHEDQ_MAX_DATABASES];
+	bool			slot_exists[SCHEDQ_MAX_DATABASES] = { false };
+	int				nslotted = 0;
+
+	/*
+	 * The databases with metrics slots and with scheduler slots, read
+	 * before the scan's snapshot: each slot was taken for a database then
+	 * in pg_database (a process counted there; a scheduler, a probe or a
+	 * database command was there), so one the scan does not find was
+	 * dropped.  Their slots are freed below, whether or not this launcher
+	 * had the database in its list: dropping alone frees neither a slot
+	 * DROP DATABASE still holds when the launcher notices the drop, nor one
+	 * of a database it never scanned (a template, one that takes no
+	 * connections, one made and dropped between two scans).
+	 */
+	ncounted = schedq_metrics_databases(counted);
+	LWLockAcquire(schedq_shared->lock, LW_SHARED);
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+		if (OidIsValid(schedq_shared->databases[i].dboid))
+			slotted[nslotted++] = schedq_shared->databases[i].dboid;
+	LWLockRelease(schedq_shared->lock);
 
 	hash_seq_init(&status, launcher_dbs);
 	while ((db = hash_seq_search(&status)) != NULL)
@@ -180,6 +206,12 @@ launcher_scan_databases(void)
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
 		bool			 found;
 
+		for (int i = 0; i < ncounted; i++)
+			if (counted[i] == form->oid)
+				exists[i] = true;
+		for (int i = 0; i < nslotted; i++)
+			if (slotted[i] == form->oid)
+				slot_exists[i] = true;
 		if (form->datistemplate || !form->datallowconn)
 			continue;
 		db = hash_search(launcher_dbs, &form->oid, HASH_ENTER, &found);
@@ -196,6 +228,22 @@ launcher_scan_databases(void)
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+
+	for (int i = 0; i < ncounted; i++)
+		if (!exists[i])
+			schedq_metrics_forget(counted[i]);
+	for (int i = 0; i < nslotted; i++)
+	{
+		SchedqDatabase *slot;
+
+		if (slot_exists[i])
+			continue;
+		LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
+		slot = schedq_database_slot(slotted[i], false);
+		if (slot != NULL && slot->pid == 0)
+			slot->dboid = InvalidOid;
+		LWLockRelease(schedq_shared->lock);
+	}
 }
 
 /*

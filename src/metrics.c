@@ -199,6 +199,28 @@ schedq_metrics_forget(Oid dboid)
 }
 
 /*
+ * The databases that have a slot now, into dboids (room for
+ * SCHEDQ_MAX_DATABASES); returns how many.  For the launcher, which frees
+ * the slots of those it finds dropped (launcher_scan_databases).
+ */
+int
+schedq_metrics_databases(Oid *dboids)
+{
+	int n = 0;
+
+	if (metrics_shared == NULL)
+		return 0;
+	for (int d = 0; d < SCHEDQ_MAX_DATABASES; d++)
+	{
+		Oid dboid = pg_atomic_read_u32(&metrics_shared->databases[d].dboid);
+
+		if (OidIsValid(dboid))
+			dboids[n++] = dboid;
+	}
+	return n;
+}
+
+/*
  * Return one row (name, value) per counter of counters[], or of zeros when
  * counters is NULL.
  */

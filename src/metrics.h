@@ -9,10 +9,11 @@
  * A database's counters live in one of SCHEDQ_MAX_DATABASES slots, taken
  * the first time a process of that database counts (under the metrics
  * spinlock, so a database never has two) and freed by the launcher once
- * the database leaves its scan of pg_database (dropped, or made a template
- * or not connectable: a process still connected there then takes a fresh
- * slot, from 0).  With every slot taken, a further database is counted
- * only in the cluster's counters.
+ * the database leaves its scan of pg_database (made a template or not
+ * connectable: a process still connected there then takes a fresh slot,
+ * from 0) or is no longer in pg_database at all (dropped, whether or not
+ * the launcher ever scanned it).  With every slot taken, a further
+ * database is counted only in the cluster's counters.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_METRICS_H
@@ -45,5 +46,6 @@ extern void schedq_metrics_init(void);
 extern void schedq_count(SchedqMetric metric, uint64 n);
 extern void schedq_metric_set(SchedqMetric metric, uint64 value);
 extern void schedq_metrics_forget(Oid dboid);
+extern int	schedq_metrics_databases(Oid *dboids);
 
 #endif /* SCHEDQ_METRICS_H */

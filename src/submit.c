@@ -433,6 +433,14 @@ submit_batch(SchedqCall *call, SchedqTaskOptions *opts, const int *rows, int n,
 		ids[rows[i]] = batch_ids[i];
 }
 
+/*
+ * Most elements of one submit_many call.  Each costs a few kilobytes of
+ * the backend's memory until the call ends (its row, its checked options,
+ * its place in the batch arrays), so the count is bounded like every other
+ * argument: 100,000 is twice the largest batch the benchmarks submit.
+ */
+#define SUBMIT_MANY_MAX 100000
+
 PG_FUNCTION_INFO_V1(schedq_submit_many);
 
 /*
@@ -465,6 +473,11 @@ schedq_submit_many(PG_FUNCTION_ARGS)
 	if (!JB_ROOT_IS_ARRAY(tasks) || JB_ROOT_IS_SCALAR(tasks))
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("tasks must be a JSON array of objects"));
+	if (JB_ROOT_COUNT(tasks) > SUBMIT_MANY_MAX)
+		ereport(ERROR, errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("submit_many takes at most %d tasks", SUBMIT_MANY_MAX),
+				errdetail("tasks has %u elements.", JB_ROOT_COUNT(tasks)),
+				errhint("Submit them in several calls."));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
