@@ -228,36 +228,69 @@ caps_array(const char *caps)
 	return array;
 }
 
-int
-ctl_cmd_submit(int argc, char **argv)
+/*
+ * An option of the other command given to this one (submit takes no
+ * --timezone, schedule no --run-at or --dedup-key): the usage error to
+ * print, or NULL.
+ */
+static const char *
+misplaced_option(const char *command, const TaskOptions *o)
+{
+	if (strcmp(command, "submit") == 0 && o->timezone)
+		return "--timezone is an option of schedule";
+	if (strcmp(command, "schedule") == 0 && (o->run_at || o->dedup_key))
+		return "--run-at and --dedup-key are options of submit";
+	return NULL;
+}
+
+/*
+ * submit and schedule: parse the options, expect nargs positional
+ * arguments (passed as text, in order), and call schedq.COMMAND with every
+ * option given as a named argument.  misplaced_option() has refused the
+ * other command's options, so each of the named arguments below reaches
+ * only the function that has it; their order is the one both commands
+ * have always sent.
+ */
+static int
+task_command(const char *command, int nargs, const char *nargs_error, int argc,
+			 char **argv)
 {
 	TaskOptions o;
 	int			first = parse_task_options(argc, argv, &o);
+	const char *misplaced;
 	CtlCall		call;
+	CtlBuf		head;
 	CtlBuf		payload;
 	char	   *caps;
+	int			i;
 	int			rc;
 
 	if (first < 0)
-		return usage_error("submit", NULL);
+		return usage_error(command, NULL);
 	if (o.help)
 	{
-		ctl_usage("submit", false);
+		ctl_usage(command, false);
 		return EXIT_OK;
 	}
-	if (argc - first != 1)
-		return usage_error("submit", "exactly one KIND expected");
-	if (o.timezone)
-		return usage_error("submit", "--timezone is an option of schedule");
+	if (argc - first != nargs)
+		return usage_error(command, nargs_error);
+	misplaced = misplaced_option(command, &o);
+	if (misplaced)
+		return usage_error(command, misplaced);
 
 	ctl_buf_init(&payload);
 	if (o.payload && !ctl_read_payload(o.payload, &payload))
 		return EXIT_ERROR;
 	caps = caps_array(o.caps);
 
-	call_start(&call, "SELECT schedq.submit(");
-	call_arg(&call, argv[first], "text");
+	ctl_buf_init(&head);
+	ctl_buf_printf(&head, "SELECT schedq.%s(", command);
+	call_start(&call, head.data);
+	ctl_buf_free(&head);
+	for (i = 0; i < nargs; i++)
+		call_arg(&call, argv[first + i], "text");
 	call_named(&call, "payload", o.payload ? payload.data : NULL, "jsonb");
+	call_named(&call, "timezone", o.timezone, "text");
 	call_named(&call, "queue", o.queue, "text");
 	call_named(&call, "priority", o.priority, "integer");
 	call_named(&call, "run_at", o.run_at, "timestamptz");
@@ -267,58 +300,23 @@ ctl_cmd_submit(int argc, char **argv)
 	call_named(&call, "concurrency_key", o.concurrency_key, "text");
 	call_named(&call, "required_caps", caps, "text[]");
 	call_named(&call, "dedup_key", o.dedup_key, "text");
-	rc = call_run(&call, o.conninfo, CTL_ROLE_SUBMITTER, "submit", true, NULL);
+	rc = call_run(&call, o.conninfo, CTL_ROLE_SUBMITTER, command, true, NULL);
 	free(caps);
 	ctl_buf_free(&payload);
 	return rc;
 }
 
 int
+ctl_cmd_submit(int argc, char **argv)
+{
+	return task_command("submit", 1, "exactly one KIND expected", argc, argv);
+}
+
+int
 ctl_cmd_schedule(int argc, char **argv)
 {
-	TaskOptions o;
-	int			first = parse_task_options(argc, argv, &o);
-	CtlCall		call;
-	CtlBuf		payload;
-	char	   *caps;
-	int			rc;
-
-	if (first < 0)
-		return usage_error("schedule", NULL);
-	if (o.help)
-	{
-		ctl_usage("schedule", false);
-		return EXIT_OK;
-	}
-	if (argc - first != 3)
-		return usage_error("schedule", "NAME, SCHEDULE and KIND expected");
-	if (o.run_at || o.dedup_key)
-		return usage_error("schedule",
-						   "--run-at and --dedup-key are options of submit");
-
-	ctl_buf_init(&payload);
-	if (o.payload && !ctl_read_payload(o.payload, &payload))
-		return EXIT_ERROR;
-	caps = caps_array(o.caps);
-
-	call_start(&call, "SELECT schedq.schedule(");
-	call_arg(&call, argv[first], "text");
-	call_arg(&call, argv[first + 1], "text");
-	call_arg(&call, argv[first + 2], "text");
-	call_named(&call, "payload", o.payload ? payload.data : NULL, "jsonb");
-	call_named(&call, "timezone", o.timezone, "text");
-	call_named(&call, "queue", o.queue, "text");
-	call_named(&call, "priority", o.priority, "integer");
-	call_named(&call, "max_attempts", o.max_attempts, "integer");
-	call_named(&call, "timeout", o.timeout, "interval");
-	call_named(&call, "lock_key", o.lock_key, "text");
-	call_named(&call, "concurrency_key", o.concurrency_key, "text");
-	call_named(&call, "required_caps", caps, "text[]");
-	rc =
-		call_run(&call, o.conninfo, CTL_ROLE_SUBMITTER, "schedule", true, NULL);
-	free(caps);
-	ctl_buf_free(&payload);
-	return rc;
+	return task_command("schedule", 3, "NAME, SCHEDULE and KIND expected", argc,
+						argv);
 }
 
 static const struct option simple_options[] = {

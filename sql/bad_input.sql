@@ -1,17 +1,8 @@
 -- Bad input: each gets a clear error with a proper SQLSTATE, and changes
 -- nothing.  Each line shows SQLSTATE: message.
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 
 SELECT schedq.submit('seed');
 SELECT token AS t FROM schedq.claim('w') \gset

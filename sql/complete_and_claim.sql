@@ -1,18 +1,9 @@
 -- complete_and_claim: a worker's cycle with one commit per task.  The
 -- tokens' attempts are completed as by complete_many, then tasks are
 -- claimed as by claim without wait, in one call and one transaction.
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 GRANT EXECUTE ON FUNCTION pg_temp.err(text) TO PUBLIC;
 
 -- Every task, for the checks below.

@@ -1,17 +1,8 @@
 -- Grants: signed tokens, verify_grant's verdicts, forged and malformed
 -- tokens, expired leases, and key rotation.
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 
 SELECT schedq.submit('t') FROM generate_series(1, 3);
 SELECT token AS t FROM schedq.claim('w') \gset

@@ -3,18 +3,9 @@
 -- task is not a dependency, and the promotion pass tells apart keys that
 -- share a long prefix.  (The table-driven sweep of every function and
 -- argument is hostile_input.sql.)
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 GRANT EXECUTE ON FUNCTION pg_temp.err(text) TO PUBLIC;
 
 -- Names are at most 255 bytes: a longer queue, kind or key would end up in

@@ -6,18 +6,9 @@
 -- task fail with "timestamp out of range" (the SQL executors died of it,
 -- again and again).  An interval argument with a negative part is refused
 -- (22023), so a length within the limit means parts within it too.
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 
 -- 3,600,000 months less 107,999,900 days: 100 days long
 SELECT pg_temp.err($$SELECT now() + interval '300000 years -107999900 days'$$) AS "now() + it";

@@ -2,17 +2,9 @@
 -- periodic pass driven with an injected time: firing, never overlapping,
 -- missed ticks firing once, disabled schedules, one bad schedule not
 -- stalling the others.
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 CREATE TEMP TABLE m0 AS SELECT * FROM schedq.metrics();
 CREATE FUNCTION pg_temp.grew(metric text) RETURNS bigint LANGUAGE sql AS $$
 	SELECT n.value - o.value FROM schedq.metrics() n JOIN m0 o USING (name)

@@ -1,18 +1,9 @@
 -- Privileges: PUBLIC gets nothing; the README's GRANTs make submitters,
 -- workers and admins; a role sees and changes only its own tasks unless
 -- granted more; the grant secret is for superusers only.
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 GRANT EXECUTE ON FUNCTION pg_temp.err(text) TO PUBLIC;
 
 CREATE ROLE regress_schedq_app;

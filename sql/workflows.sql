@@ -2,17 +2,9 @@
 -- fan-in and a diamond; the failure policies halt and continue;
 -- cancel_run; runs finished as their last task ends, or by the reaper.
 -- Promotion is driven by schedq._promote_once().
-SET client_min_messages = warning;
-DROP EXTENSION IF EXISTS schedq CASCADE;
-RESET client_min_messages;
-CREATE EXTENSION schedq;
-CREATE FUNCTION pg_temp.err(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE query;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set setup :abs_srcdir '/sql/include/setup.sql'
+\i :setup
 -- a run's tasks and their states, then the run's
 CREATE FUNCTION pg_temp.st(r bigint) RETURNS text LANGUAGE sql AS $$
 	SELECT string_agg(kind || '=' || status, ' ' ORDER BY id)

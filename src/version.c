@@ -2,8 +2,8 @@
  * version.c
  *	  The schedq version installed in the current database, read from
  *	  pg_extension.extversion and cached for the current command of the
- *	  current transaction; the check that a function needing a newer
- *	  catalog calls first (the rule is in version.h).
+ *	  current transaction (the rule for code that needs a newer catalog
+ *	  is in version.h).
  *
  * The cache is keyed by the local transaction id and the command counter,
  * so an ALTER EXTENSION schedq UPDATE earlier in the same transaction is
@@ -106,23 +106,4 @@ schedq_version_string(int version)
 	if (version <= 0)
 		return pstrdup(version == 0 ? "not installed" : "unknown");
 	return psprintf("%d.%d", version / 100, version % 100);
-}
-
-/*
- * Refuse to go on unless the current database has schedq at version
- * `version` or newer.  `what` names the caller in the message (a function,
- * "schedq.claim_next()").
- */
-void
-schedq_require_version(int version, const char *what)
-{
-	int installed = schedq_installed_version();
-
-	if (installed >= version)
-		return;
-	ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			errmsg("%s needs schedq %s, but this database has schedq %s", what,
-				   schedq_version_string(version),
-				   schedq_version_string(installed)),
-			errhint("ALTER EXTENSION schedq UPDATE"));
 }

@@ -7,7 +7,7 @@
  * database may still be at an older version of the extension than the
  * library (ALTER EXTENSION schedq UPDATE not yet run).  A C function behind
  * a SQL object added in version X, or one whose code needs a table, column
- * or function added in X, calls schedq_require_version(X, name) before it
+ * or function added in X, checks schedq_installed_version() before it
  * touches the catalog: against an older catalog it fails with SQLSTATE
  * 55000 and the hint to update, never with a confusing error about a
  * missing column.  The background workers keep working on an older
@@ -26,6 +26,5 @@
 
 extern int	 schedq_installed_version(void);
 extern char *schedq_version_string(int version);
-extern void	 schedq_require_version(int version, const char *what);
 
 #endif /* SCHEDQ_VERSION_H */

@@ -56,7 +56,8 @@
 # SCHEDQ_REPO (the source tree itself, for the tests that package it from
 # git: they must not write to it).  A new TAP test is just a new
 # test/t/NNN_name.pl: it is picked up by itself, and must append
-# shared_preload_libraries = 'schedq' to its nodes itself.
+# shared_preload_libraries = 'schedq' to its nodes itself
+# (schedq_node() of test/t/SchedqTest.pm makes such a node).
 # A TAP file with the line "# check.sh: run as root" (070_package.pl: it
 # installs a .deb) runs as root when check.sh does, with SCHEDQ_CHECK_USER
 # set to the OS user its servers must run as; $TESTDIR is handed back to

@@ -14,7 +14,6 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -39,14 +38,9 @@ sub scheduler_pid
 my $all_schedulers = "SELECT count(*) FROM pg_stat_activity"
   . " WHERE backend_type = 'schedq scheduler'";
 
-my $node = PostgreSQL::Test::Cluster->new('launcher');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('launcher', conf => qq{
 max_worker_processes = 32
 });
-$node->start;
 
 #
 # (a) schedq installed nowhere: the launcher runs, no scheduler does.

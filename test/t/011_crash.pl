@@ -14,7 +14,6 @@ use warnings;
 
 use File::Temp qw(tempdir);
 use IPC::Run;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -26,17 +25,11 @@ my $scheduler_of = "SELECT coalesce(string_agg(pid::text, ','), '')"
 my $launcher_pid = "SELECT pid FROM pg_stat_activity"
   . " WHERE backend_type = 'schedq launcher'";
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('crash', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 restart_after_crash = on
 schedq.reaper_interval = '100ms'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other', 'CREATE EXTENSION schedq');
 

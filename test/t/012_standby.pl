@@ -23,15 +23,13 @@ my $workers = "SELECT count(*) FROM pg_stat_activity"
 my $scheduler_here = "SELECT count(*) FROM pg_stat_activity"
   . " WHERE backend_type = 'schedq scheduler' AND datname = 'postgres'";
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $primary = schedq_node(
+	'primary',
+	init => { allows_streaming => 1 },
+	extension => 'postgres',
+	conf => qq{
 max_worker_processes = 32
 });
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION schedq');
 ok(defined poll_until($primary, 'postgres', $scheduler_here, '1', 5),
 	'the primary runs a scheduler');
 

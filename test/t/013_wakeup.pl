@@ -20,7 +20,6 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -39,18 +38,12 @@ sub lag_ok
 	note sprintf('%s: %.3f s', $name, $lag // -1);
 }
 
-my $node = PostgreSQL::Test::Cluster->new('wakeup');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('wakeup', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.promote_interval = '10s'
 schedq.reaper_interval = '10s'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 ok( defined poll_until(
 		$node, 'postgres',
 		"SELECT state FROM schedq.scheduler_status() WHERE datname = 'postgres'",

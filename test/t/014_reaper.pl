@@ -13,23 +13,16 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('reaper');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('reaper', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.reaper_interval = '100ms'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 ok( defined poll_until(
 		$node, 'postgres',
 		"SELECT count(*) FROM schedq.scheduler_status() WHERE datname = 'postgres'",

@@ -81,19 +81,13 @@ sub stop_consumer
 	eval { $h->finish; };
 }
 
-my $node = PostgreSQL::Test::Cluster->new('periodic');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('periodic', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 restart_after_crash = on
 schedq.enabled = on
 schedq.promote_interval = '10s'
 schedq.reaper_interval = '100ms'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 ok( poll_value(
 		$node, 'postgres',
 		"SELECT state FROM schedq.scheduler_status() WHERE datname = 'postgres'",
@@ -374,16 +368,14 @@ $node->stop;
 #
 # (e) A streaming standby fires nothing; once promoted, it fires.
 #
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $primary = schedq_node(
+	'primary',
+	init => { allows_streaming => 1 },
+	extension => 'postgres',
+	conf => qq{
 max_worker_processes = 32
 schedq.reaper_interval = '100ms'
 });
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);

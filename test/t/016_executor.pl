@@ -41,25 +41,18 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('executor');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('executor', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 restart_after_crash = on
 schedq.enabled = on
 schedq.reaper_interval = '200ms'
 schedq.default_lease = '2s'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other', 'CREATE EXTENSION schedq');
 $node->safe_psql('postgres', 'CREATE DATABASE plain');

@@ -25,24 +25,17 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('hostile_locks');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('hostile_locks', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.reaper_interval = '200ms'
 schedq.sql_workers = 0
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $node->safe_psql('postgres', 'CREATE ROLE squatter LOGIN');
 
 my $scheduler_pid = "SELECT pid FROM pg_stat_activity"

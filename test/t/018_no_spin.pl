@@ -18,7 +18,6 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -26,17 +25,11 @@ use Time::HiRes qw(time usleep);
 
 plan skip_all => 'needs /proc' unless -r "/proc/$$/stat";
 
-my $node = PostgreSQL::Test::Cluster->new('no_spin');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('no_spin', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 0
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 ok( defined poll_until(
 		$node, 'postgres',
 		"SELECT state FROM schedq.scheduler_status() WHERE datname = 'postgres'",

@@ -24,21 +24,15 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('dbcommands');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('dbcommands', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 2
 });
-$node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE target');
 $node->safe_psql('target', 'CREATE EXTENSION schedq');

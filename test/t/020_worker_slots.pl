@@ -20,23 +20,17 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_slots');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('worker_slots', conf => qq{
 max_worker_processes = 2
 max_logical_replication_workers = 0
 schedq.enabled = on
 schedq.sql_workers = 2
 });
-$node->start;
 
 my $status = "SELECT string_agg(datname || ':' || state || ':'"
   . " || coalesce(sql_workers::text, '-') || '/'"

@@ -34,24 +34,17 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('hostile');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('hostile', extension => 'postgres', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.reaper_interval = '200ms'
 schedq.sql_cancel_grace = '1s'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $node->safe_psql(
 	'postgres', q{
 	CREATE ROLE a LOGIN;

@@ -16,22 +16,16 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('hostile');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('hostile', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 1
 schedq.promote_interval = '10s'
 });
-$node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql(

@@ -36,7 +36,6 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -44,18 +43,13 @@ use Time::HiRes qw(time usleep);
 
 my $max_lag = 2;
 
-my $node = PostgreSQL::Test::Cluster->new('wake_handoff');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('wake_handoff', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 0
 schedq.promote_interval = '10s'
 schedq.reaper_interval = '10s'
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION schedq;

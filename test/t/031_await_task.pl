@@ -33,7 +33,6 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -42,17 +41,12 @@ use Time::HiRes qw(time usleep);
 my $max_lag = 2;
 my $nwaiters = 16;
 
-my $node = PostgreSQL::Test::Cluster->new('await_task');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('await_task', conf => qq{
 max_worker_processes = 32
 autovacuum = off
 schedq.enabled = off
 schedq.sql_workers = 0
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION schedq;

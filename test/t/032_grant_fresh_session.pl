@@ -15,19 +15,14 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('grant_fresh');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('grant_fresh', conf => q{
 schedq.enabled = off
 schedq.sql_workers = 0
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION schedq;

@@ -22,24 +22,17 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('long_error');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('long_error', extension => 'postgres', conf => qq{
 max_worker_processes = 16
 schedq.enabled = on
 schedq.sql_workers = 1
 schedq.reaper_interval = '200ms'
 schedq.default_lease = '2s'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 $node->safe_psql(
 	'postgres', q{
 	CREATE ROLE a LOGIN;

@@ -23,22 +23,16 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use SchedqState;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('upgrade', conf => qq{
 max_worker_processes = 32
 schedq.sql_workers = 1
 });
-$node->start;
 
 # Wait (with a deadline) until the server log, from $offset on, matches
 # $re; returns the number of matches, 0 on timeout.

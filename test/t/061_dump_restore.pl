@@ -18,7 +18,6 @@
 use strict;
 use warnings;
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
@@ -26,16 +25,11 @@ use SchedqState;
 
 # The source: its reaper passes an hour apart, so that the claims made by
 # fill_state are still running when the dump is taken.
-my $old = PostgreSQL::Test::Cluster->new('source');
-$old->init;
-$old->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $old = schedq_node('source', conf => qq{
 max_worker_processes = 32
 schedq.sql_workers = 1
 schedq.reaper_interval = '1h'
 });
-$old->start;
 $old->safe_psql('postgres', 'CREATE DATABASE src');
 $old->safe_psql('src',      'CREATE EXTENSION schedq');
 ok( defined poll_until(
@@ -77,16 +71,11 @@ my $max_run = $old->safe_psql('src', 'SELECT max(id) FROM schedq.run');
 # The target: a fresh cluster, schedq preloaded, the roles the tasks name
 # (pg_dumpall --globals-only would bring them), the scheduler disabled
 # until the rows are compared.
-my $new = PostgreSQL::Test::Cluster->new('target');
-$new->init;
-$new->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $new = schedq_node('target', conf => qq{
 max_worker_processes = 32
 schedq.sql_workers = 1
 schedq.enabled = off
 });
-$new->start;
 $new->safe_psql('postgres', 'CREATE ROLE app');
 
 command_ok(

@@ -17,22 +17,17 @@ use strict;
 use warnings;
 
 use File::Find;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SchedqTest;
 use SchedqState;
 
 my $conf = qq{
-shared_preload_libraries = 'schedq'
 max_worker_processes = 32
 schedq.sql_workers = 1
 };
 
-my $old = PostgreSQL::Test::Cluster->new('old');
-$old->init;
-$old->append_conf('postgresql.conf', $conf . "schedq.reaper_interval = '1h'\n");
-$old->start;
+my $old = schedq_node('old', conf => $conf . "schedq.reaper_interval = '1h'\n");
 $old->safe_psql('postgres', 'CREATE DATABASE app');
 $old->safe_psql('app',      'CREATE EXTENSION schedq');
 my $state = fill_state($old, 'app', '1 hour');
@@ -43,9 +38,7 @@ my $rows = rows_of($old, 'app', task => 'unparked');
 my $dboid = $old->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'app'");
 $old->stop;
 
-my $new = PostgreSQL::Test::Cluster->new('new');
-$new->init;
-$new->append_conf('postgresql.conf', $conf);
+my $new = schedq_node('new', conf => $conf, start => 0);
 
 my $bindir = $new->config_data('--bindir');
 my $work = PostgreSQL::Test::Utils::tempdir();

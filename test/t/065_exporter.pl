@@ -30,6 +30,7 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 use Time::HiRes qw(time usleep);
 
 my $top = $ENV{SCHEDQ_SRCDIR} // '.';
@@ -54,16 +55,11 @@ my $dashboard = "$top/monitoring/grafana/schedq.json";
 
 ok(-r $queries, 'the queries file is in the tree') or BAIL_OUT("no $queries");
 
-my $node = PostgreSQL::Test::Cluster->new('exporter');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('exporter', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 2
 });
-$node->start;
 
 # The monitoring role: the README's grants, in each database.
 my $grants = q{

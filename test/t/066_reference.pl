@@ -26,9 +26,9 @@ use strict;
 use warnings;
 
 use File::Find;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 
 my $top = $ENV{SCHEDQ_SRCDIR} // '.';
 
@@ -67,11 +67,7 @@ is_deeply(\@twice, [], 'no heading of the reference appears twice');
 ok(scalar(keys %section) > 50, 'the reference has its headings')
   or diag 'found: ' . join(', ', sort keys %section);
 
-my $node = PostgreSQL::Test::Cluster->new('reference');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'schedq'\n");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION schedq');
+my $node = schedq_node('reference', extension => 'postgres');
 
 sub rows
 {

@@ -35,7 +35,6 @@ use warnings;
 
 use Exporter 'import';
 use POSIX ':sys_wait_h';
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SchedqTest;
 use Test::More;
@@ -119,37 +118,12 @@ sub run_example_tests
 {
 	my ($label, $command) = @_;
 
-	my $node = PostgreSQL::Test::Cluster->new("example_$label");
-	$node->init;
-	$node->append_conf(
-		'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+	my $node = schedq_node("example_$label", extension => 'postgres', conf => qq{
 max_worker_processes = 16
 schedq.sql_workers = 0
 track_functions = 'all'
 });
-	$node->start;
-
-	# The README's submitter and worker grants.
-	$node->safe_psql(
-		'postgres', q{
-CREATE EXTENSION schedq;
-CREATE ROLE app LOGIN;
-CREATE ROLE worker LOGIN;
-GRANT USAGE ON SCHEMA schedq TO app;
-GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
-      schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
-      schedq.schedule, schedq.schedule_sql, schedq.unschedule,
-      schedq.next_runs TO app;
-GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
-      schedq.queue_stats TO app;
-GRANT USAGE ON SCHEMA schedq TO worker;
-GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
-      schedq.verify_grant TO worker;
-GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
-GRANT app TO worker;
-});
+	readme_roles($node);
 	my $as_app = sub {
 		return $node->safe_psql('postgres', $_[0],
 			extra_params => [ '-U', 'app' ]);

@@ -12,8 +12,8 @@ use warnings;
 
 use Exporter 'import';
 use IPC::Run;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SchedqTest;
 use Test::More;
 
 our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid);
@@ -24,35 +24,15 @@ our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid);
 sub ctl_node
 {
 	my ($name, $conf) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-
-	$node->init;
-	$node->append_conf(
-		'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+	my $node = schedq_node($name, extension => 'postgres', conf => qq{
 max_worker_processes = 32
 schedq.sql_workers = 0
 schedq.reaper_interval = '200ms'
 } . ($conf // ''));
-	$node->start;
+
+	readme_roles($node);
 	$node->safe_psql(
 		'postgres', q{
-CREATE EXTENSION schedq;
-CREATE ROLE app LOGIN;
-GRANT USAGE ON SCHEMA schedq TO app;
-GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
-      schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
-      schedq.schedule, schedq.schedule_sql, schedq.unschedule,
-      schedq.next_runs TO app;
-GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
-      schedq.queue_stats TO app;
-CREATE ROLE worker LOGIN;
-GRANT USAGE ON SCHEMA schedq TO worker;
-GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
-      schedq.verify_grant TO worker;
-GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
-GRANT app TO worker;
 CREATE ROLE ops LOGIN BYPASSRLS;
 GRANT USAGE ON SCHEMA schedq TO ops;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO ops;

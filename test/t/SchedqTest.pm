@@ -1,8 +1,9 @@
 #-------------------------------------------------------------------------
 # test/t/SchedqTest.pm
-#	  Helpers the TAP tests share: waiting on a condition with a deadline
-#	  (never sleep-and-hope), checking that something stays as it is, and
-#	  reading a counter of schedq.metrics().
+#	  Helpers the TAP tests share: a node with schedq preloaded, the
+#	  README's submitter and worker roles, waiting on a condition with a
+#	  deadline (never sleep-and-hope), checking that something stays as it
+#	  is, and reading a counter of schedq.metrics().
 #-------------------------------------------------------------------------
 package SchedqTest;
 
@@ -10,10 +11,62 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(poll_until poll_value stays metric);
+our @EXPORT = qw(schedq_node readme_roles poll_until poll_value stays metric);
+
+# A new node $name with schedq in shared_preload_libraries.  Options:
+#   init      => { ... }  passed to $node->init (allows_streaming => 1)
+#   conf      => '...'    lines appended to postgresql.conf after
+#                         shared_preload_libraries = 'schedq' (a later line
+#                         wins, so they may also name more libraries)
+#   start     => 0        leave it stopped (default: started)
+#   extension => DB       then CREATE EXTENSION schedq in database DB
+sub schedq_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $conf = $opts{conf} // '';
+
+	$conf =~ s/^\n//;
+	$node->init(%{ $opts{init} // {} });
+	$node->append_conf('postgresql.conf',
+		"\nshared_preload_libraries = 'schedq'\n" . $conf);
+	return $node if defined $opts{start} && !$opts{start};
+	$node->start;
+	$node->safe_psql($opts{extension}, 'CREATE EXTENSION schedq')
+	  if defined $opts{extension};
+	return $node;
+}
+
+# The README's submitter and worker roles in database postgres (schedq
+# installed): app and worker, both LOGIN, with the README's grants; worker
+# is a member of app.
+sub readme_roles
+{
+	my ($node) = @_;
+	$node->safe_psql(
+		'postgres', q{
+CREATE ROLE app LOGIN;
+GRANT USAGE ON SCHEMA schedq TO app;
+GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
+      schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
+      schedq.schedule, schedq.schedule_sql, schedq.unschedule,
+      schedq.next_runs TO app;
+GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
+      schedq.queue_stats TO app;
+CREATE ROLE worker LOGIN;
+GRANT USAGE ON SCHEMA schedq TO worker;
+GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
+      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
+      schedq.verify_grant TO worker;
+GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
+GRANT app TO worker;
+});
+	return;
+}
 
 # Poll $query on database $db until its output is $expected (a string) or
 # satisfies $expected (a code ref).  Returns [seconds it took, output], or
