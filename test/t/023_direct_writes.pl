@@ -33,19 +33,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SchedqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('direct');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = schedq_node(
+	'direct',
+	extension => 'postgres',
+	conf => q{
 shared_preload_libraries = 'schedq, pg_stat_statements'
 pg_stat_statements.track = all
 schedq.enabled = off
 });
-$node->start;
 $node->safe_psql('postgres',
-	'CREATE EXTENSION schedq; CREATE EXTENSION pg_stat_statements;'
-	  . ' CREATE EXTENSION amcheck;');
+	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION amcheck');
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 

@@ -26,15 +26,10 @@ use SchedqTest;
 my $rounds = 60;
 my $template_rounds = 10;
 
-my $node = PostgreSQL::Test::Cluster->new('scheduler_slots');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('scheduler_slots', conf => q{
 max_worker_processes = 16
 schedq.sql_workers = 0
 });
-$node->start;
 
 sub scheduler_of
 {

@@ -29,15 +29,10 @@ use SchedqTest;
 # More than SCHEDQ_MAX_DATABASES (64).
 my $rounds = 70;
 
-my $node = PostgreSQL::Test::Cluster->new('metrics_slots');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'schedq'
+my $node = schedq_node('metrics_slots', conf => q{
 max_worker_processes = 16
 schedq.sql_workers = 0
 });
-$node->start;
 
 my $submitted =
   "SELECT value FROM schedq.metrics() WHERE name = 'tasks_submitted'";
