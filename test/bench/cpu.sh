@@ -12,12 +12,13 @@
 # the transactions.  With 16 clients on 2 cores both queues are CPU-bound,
 # so raw CPU / schedq CPU is what their throughput ratio tends to there.
 #
-# Shapes (a "transaction" is one run of the pgbench script):
-#   A  claim 1 + complete (2 commits)       raw: lock 1 + update
-#   B  claim 10 + complete_many (2 commits) raw: lock 10 + update (2)
-#   C  claim 10 + 10 complete calls (11)    raw: as B
-#   D  complete_and_claim (1 commit)        raw: one statement, one commit
-#   S  submit one task                      raw: INSERT one row
+# Shapes, run.sh's variants (a "transaction" is one run of the pgbench
+# script; the same scripts as run.sh):
+#   A  claim 1 + complete (2 commits)             raw: lock 1 + update
+#   B  claim 10 + ten complete calls (2 commits)  raw: lock 10 + update (2)
+#   C  claim 10 + complete_many (2 commits)       raw: as B
+#   D  complete_and_claim (1 commit)              raw: one statement
+#   S  submit one task                            raw: INSERT one row
 #
 # Environment:
 #   BENCH_REPEAT [3]            rounds (schedq and raw interleaved)
@@ -45,7 +46,7 @@ bench_start_server "autovacuum = off
 synchronous_commit = ${BENCH_SYNCHRONOUS_COMMIT:-on}"
 bench_copy "$HERE/raw_setup.sql" \
 	"$HERE/schedq_claim_complete.sql" "$HERE/raw_claim_complete.sql" \
-	"$HERE/schedq_claim10_complete_many.sql" "$HERE/schedq_claim10_complete_each.sql" \
+	"$HERE/schedq_claim10_complete.sql" "$HERE/schedq_claim10_complete_many.sql" \
 	"$HERE/raw_claim10_complete.sql" \
 	"$HERE/schedq_complete_and_claim.sql" "$HERE/raw_complete_and_claim.sql" \
 	"$HERE/schedq_submit.sql" "$HERE/raw_insert.sql"
@@ -96,10 +97,10 @@ shape() {
 		load schedq "$N"; S_US=$(run schedq_claim_complete.sql "$N")
 		load raw "$N"; R_US=$(run raw_claim_complete.sql "$N") ;;
 	B)
-		load schedq $((N + 10)); S_US=$(run schedq_claim10_complete_many.sql $((N / 10)))
+		load schedq $((N + 10)); S_US=$(run schedq_claim10_complete.sql $((N / 10)))
 		load raw $((N + 10)); R_US=$(run raw_claim10_complete.sql $((N / 10))) ;;
 	C)
-		load schedq $((N + 10)); S_US=$(run schedq_claim10_complete_each.sql $((N / 10)))
+		load schedq $((N + 10)); S_US=$(run schedq_claim10_complete_many.sql $((N / 10)))
 		load raw $((N + 10)); R_US=$(run raw_claim10_complete.sql $((N / 10))) ;;
 	D)
 		load schedq $((N + 1)); S_US=$(run schedq_complete_and_claim.sql "$N" -D tokens={})

@@ -25,7 +25,10 @@
 #	  (f) in a read-only transaction submit, claim and complete fail as
 #	      the statements would (25006) and change nothing;
 #	  (g) a complete whose claimed-row hint points past the end of the
-#	      table (VACUUM FULL since the claim) completes.
+#	      table (VACUUM FULL since the claim) completes;
+#	  (h) a primary key of another shape (the Citus prototype's (queue,
+#	      id), docs/scale-out.md): the statements run, and complete
+#	      completes.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -274,6 +277,20 @@ is(q1(q{SELECT status FROM schedq.task WHERE kind = 'last'}), 'done',
 	'(g) ... and the task is done');
 $vf->quit;
 is(indexes_sound(), 'ok', '(g) indexes still match the heap');
+
+# (h) the primary key the Citus prototype gives the table
+q1(q{ALTER TABLE schedq.task DROP CONSTRAINT task_pkey;
+	 ALTER TABLE schedq.task ADD PRIMARY KEY (queue, id)});
+q1(q{SELECT schedq.submit('pk', queue => 'pk')});
+q1('SELECT pg_stat_statements_reset()');
+my $pk_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{pk}')});
+is(q1("SELECT schedq.complete('$pk_tok')"), 't',
+	'(h) primary key (queue, id): complete completes');
+is(q1($claim_statements) . '/' . q1(q{SELECT count(*) FROM pg_stat_statements
+	WHERE query ~ '^UPDATE schedq\.task SET status = \$\d+, result ='}),
+	'1/1', '(h) ... through the statements');
+q1(q{ALTER TABLE schedq.task DROP CONSTRAINT task_pkey;
+	 ALTER TABLE schedq.task ADD PRIMARY KEY (id)});
 
 $node->stop;
 done_testing();
