@@ -325,6 +325,15 @@ direct_begin(DirectWrite *dw, const char *command)
 	}
 	dw->estate = CreateExecutorState();
 	dw->slot = table_slot_create(dw->rel, NULL);
+	/*
+	 * What an index AM caches in ii_AmCache (GIN its GinState) lives for
+	 * this write, as for one statement (ExecOpenIndices): not one per row.
+	 */
+	for (int i = 0; i < cache.nindexes; i++)
+	{
+		cache.indexes[i].info->ii_AmCache = NULL;
+		cache.indexes[i].info->ii_Context = dw->estate->es_query_cxt;
+	}
 	/* what SPI does before each statement that is not read-only */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -373,9 +382,6 @@ direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
 			continue;
 		FormIndexDatum(info, slot, dw->estate, values, isnull);
 		irel = index_open(ix->indexoid, RowExclusiveLock);
-		/* what an AM caches there (GIN does) lives for this write only */
-		info->ii_AmCache = NULL;
-		info->ii_Context = CurrentMemoryContext;
 		index_insert(irel, values, isnull, &slot->tts_tid, dw->rel,
 					 info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
 					 changed != NULL && !bms_overlap(ix->keycols, changed),

@@ -25,7 +25,10 @@
 #	  (f) in a read-only transaction submit, claim and complete fail as
 #	      the statements would (25006) and change nothing;
 #	  (g) a complete whose claimed-row hint points past the end of the
-#	      table (VACUUM FULL since the claim) completes.
+#	      table (VACUUM FULL since the claim) completes;
+#	  (h) a write keeps what an index AM caches (GIN's GinState) for the
+#	      write, not one per row: a submit_many of depends_on elements
+#	      does not grow by one GinState per element.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -275,6 +278,36 @@ is(q1(q{SELECT status FROM schedq.task WHERE kind = 'last'}), 'done',
 	'(g) ... and the task is done');
 $vf->quit;
 is(indexes_sound(), 'ok', '(g) indexes still match the heap');
+
+# (h) memory of a submit_many whose elements go to the GIN index
+my $dep_base = q1(q{SELECT schedq.submit('dep-base', queue => 'memq')});
+sub hwm_growth_kb
+{
+	my ($sql) = @_;
+	my $s = $node->background_psql('postgres');
+	my $hwm = q{SELECT (regexp_match(pg_read_file('/proc/' || pg_backend_pid()
+		|| '/status'), 'VmHWM:\s+(\d+)'))[1]::bigint};
+	my $before = $s->query_safe($hwm);
+	$s->query_safe($sql);
+	my $after = $s->query_safe($hwm);
+	$s->quit;
+	return $after - $before;
+}
+my $plain_kb = hwm_growth_kb(
+	q{SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(
+		jsonb_build_object('kind', 'mem-plain', 'queue', 'memq'))
+		FROM generate_series(1, 20000)))});
+my $dep_kb = hwm_growth_kb(
+	qq{SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(
+		jsonb_build_object('kind', 'mem-dep', 'queue', 'memq',
+		'depends_on', jsonb_build_array($dep_base)))
+		FROM generate_series(1, 20000)))});
+cmp_ok(($dep_kb - $plain_kb) / 20000, '<', 15,
+	"(h) a depends_on element costs submit_many no GinState of its own "
+	  . "(plain $plain_kb kB, depends_on $dep_kb kB for 20000)");
+q1(q{DELETE FROM schedq.task WHERE queue = 'memq'});
+
+is(indexes_sound(), 'ok', '(h) indexes still match the heap');
 
 $node->stop;
 done_testing();
