@@ -26,7 +26,8 @@
  * must see (a task with lock_key, concurrency_key, dependents or a run),
  * an insert with a dedup_key (ON CONFLICT), and everything on a table
  * whose shape is not the one described here (another trigger, a rule, a
- * column this library does not know, a deferrable or exclusion index):
+ * CHECK constraint, a column this library does not know, a deferrable or
+ * exclusion index):
  * then the direct path declines and the caller runs its statement.
  *-------------------------------------------------------------------------
  */
@@ -231,6 +232,9 @@ direct_build(Relation rel)
 			if (strcmp(rel->trigdesc->triggers[t].tgname,
 					   "task_status_event") != 0)
 				return;
+	/* a CHECK constraint (a DBA's: schedq has none) is the executor's */
+	if (desc->constr != NULL && desc->constr->num_check > 0)
+		return;
 	for (int c = 0; c < COL_NUM; c++)
 		if ((cache.col[c] = direct_attnum(desc, direct_columns[c].name,
 										  direct_columns[c].type)) ==

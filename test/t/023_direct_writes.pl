@@ -28,7 +28,9 @@
 #	      table (VACUUM FULL since the claim) completes;
 #	  (h) a write keeps what an index AM caches (GIN's GinState) for the
 #	      write, not one per row: a submit_many of depends_on elements
-#	      does not grow by one GinState per element.
+#	      does not grow by one GinState per element;
+#	  (i) a CHECK constraint a DBA added is enforced, on inserts and on
+#	      updates, as the statements enforce it.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -307,7 +309,30 @@ cmp_ok(($dep_kb - $plain_kb) / 20000, '<', 15,
 	  . "(plain $plain_kb kB, depends_on $dep_kb kB for 20000)");
 q1(q{DELETE FROM schedq.task WHERE queue = 'memq'});
 
-is(indexes_sound(), 'ok', '(h) indexes still match the heap');
+# (i) a CHECK constraint added by a DBA
+q1(q{ALTER TABLE schedq.task ADD CONSTRAINT no_evil CHECK (kind <> 'evil')
+	NOT VALID});
+for my $call ("SELECT schedq.submit('evil')",
+	q{SELECT * FROM schedq.submit_many('[{"kind": "evil"}, {"kind": "evil"}]')})
+{
+	my ($rc, $out, $err) = $node->psql('postgres', $call);
+	like($err, qr/violates check constraint "no_evil"/,
+		'(i) CHECK enforced: ' . substr($call, 7, 20) . '...');
+}
+q1(q{ALTER TABLE schedq.task DROP CONSTRAINT no_evil});
+q1(q{SELECT schedq.submit('chk', queue => 'chkq')});
+my $chk_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{chkq}')});
+q1(q{ALTER TABLE schedq.task ADD CONSTRAINT done_has_result
+	CHECK (status <> 'done' OR result IS NOT NULL) NOT VALID});
+($rc, $stdout, $stderr) =
+  $node->psql('postgres', "SELECT schedq.complete('$chk_tok')");
+like($stderr, qr/violates check constraint "done_has_result"/,
+	'(i) CHECK enforced on complete');
+is(q1(q{SELECT status FROM schedq.task WHERE kind = 'chk'}),
+	'running', '(i) ... and the task is still running');
+q1(q{ALTER TABLE schedq.task DROP CONSTRAINT done_has_result});
+
+is(indexes_sound(), 'ok', '(h)-(i) indexes still match the heap');
 
 $node->stop;
 done_testing();
