@@ -43,6 +43,7 @@
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
@@ -856,10 +857,32 @@ direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
 }
 
 /*
+ * May the claim scan irel with the keys it builds: a valid B-tree whose
+ * key is ([queue,] -(priority::bigint), run_at, id)?  An invalid index (a
+ * CREATE INDEX CONCURRENTLY that failed or is still building) is empty or
+ * incomplete, and the planner never scans one.
+ */
+static bool
+direct_claim_index_ok(Relation irel, bool by_queue)
+{
+	static const Oid key[] = { TEXTOID, INT8OID, TIMESTAMPTZOID, INT8OID };
+	int				 first = by_queue ? 0 : 1;
+	int				 nkeys = lengthof(key) - first;
+
+	if (!irel->rd_index->indisvalid || irel->rd_rel->relam != BTREE_AM_OID ||
+		IndexRelationGetNumberOfKeyAttributes(irel) != nkeys)
+		return false;
+	for (int k = 0; k < nkeys; k++)
+		if (TupleDescAttr(RelationGetDescr(irel), k)->atttypid != key[first + k])
+			return false;
+	return true;
+}
+
+/*
  * Claim up to c->n tasks as the claim statement does, without it; the
  * claimed tasks go to rows[0..].  Returns how many, or -1 when the
  * statement must do it (the table or the index is not the one described
- * here).
+ * here, or the index is not valid).
  */
 int
 schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
@@ -898,6 +921,12 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 						  TYPALIGN_DOUBLE, &f.busy, &f.busy_nulls, &f.nbusy);
 
 	irel = index_open(ix->indexoid, AccessShareLock);
+	if (!direct_claim_index_ok(irel, c->queue != (Datum) 0))
+	{
+		index_close(irel, AccessShareLock);
+		direct_end(&dw);
+		return -1;
+	}
 	if (c->queue != (Datum) 0)
 		ScanKeyEntryInitialize(&keys[nkeys++], 0, 1, BTEqualStrategyNumber,
 							   TEXTOID, irel->rd_indcollation[0], F_TEXTEQ,

@@ -30,7 +30,9 @@
 #	      write, not one per row: a submit_many of depends_on elements
 #	      does not grow by one GinState per element;
 #	  (i) a CHECK constraint a DBA added is enforced, on inserts and on
-#	      updates, as the statements enforce it.
+#	      updates, as the statements enforce it;
+#	  (j) an invalid task_available_idx (a failed CREATE INDEX
+#	      CONCURRENTLY) is not scanned: claims still claim.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -332,7 +334,29 @@ is(q1(q{SELECT status FROM schedq.task WHERE kind = 'chk'}),
 	'running', '(i) ... and the task is still running');
 q1(q{ALTER TABLE schedq.task DROP CONSTRAINT done_has_result});
 
-is(indexes_sound(), 'ok', '(h)-(i) indexes still match the heap');
+# (j) an invalid task_available_idx left by a failed CREATE INDEX
+# CONCURRENTLY (its build waited for a transaction and timed out)
+q1('DROP INDEX schedq.task_available_idx');
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE schedq.task IN ROW EXCLUSIVE MODE');
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	q{SET lock_timeout = '300ms';
+	  CREATE INDEX CONCURRENTLY task_available_idx ON schedq.task
+		((-(priority::bigint)), run_at, id) WHERE status = 'available'});
+$holder->query_safe('COMMIT');
+$holder->quit;
+is(q1(q{SELECT indisvalid FROM pg_index
+	WHERE indexrelid = 'schedq.task_available_idx'::regclass}),
+	'f', '(j) task_available_idx is there, invalid');
+q1(q{SELECT schedq.submit('inv', queue => 'invq', priority => 99)});
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	q{SELECT string_agg(kind, ',') FROM schedq.claim('w', n => 1)});
+is("$stdout$stderr", 'inv', '(j) a claim of every queue still claims');
+q1(q{DROP INDEX schedq.task_available_idx;
+	 CREATE INDEX task_available_idx ON schedq.task
+		((-(priority::bigint)), run_at, id) WHERE status = 'available'});
+
+is(indexes_sound(), 'ok', '(h)-(j) indexes still match the heap');
 
 $node->stop;
 done_testing();
