@@ -696,7 +696,8 @@ typedef struct ClaimFilter
 /*
  * Does the row version in slot pass the claim's WHERE clause (but the
  * floor, which the index scan applies)?  As the statement has it:
- * status = 'available', the queue, required_caps <@ caps, the owner, and
+ * status = 'available', the queue (the scan key's too: this is also the
+ * recheck of a later version), required_caps <@ caps, the owner, and
  * for the executors' claims kind 'sql' requiring 'sql' and not busy.
  */
 static bool
@@ -717,6 +718,16 @@ direct_claimable(const SchedqDirectClaim *c, ClaimFilter *f,
 		!direct_text_in(slot_getattr(slot, cache.opt[OPT_QUEUE], &isnull),
 						f->queues, f->queue_nulls, f->nqueues))
 		return false;
+	/* the scan key's queue: a later version may be in another queue */
+	if (c->queue != (Datum) 0)
+	{
+		Datum queue = c->queue;
+		bool  queue_null = false;
+
+		if (!direct_text_in(slot_getattr(slot, cache.opt[OPT_QUEUE], &isnull),
+							&queue, &queue_null, 1))
+			return false;
+	}
 	if (c->sql_only)
 	{
 		int64 id =

@@ -32,7 +32,9 @@
 #	  (i) a CHECK constraint a DBA added is enforced, on inserts and on
 #	      updates, as the statements enforce it;
 #	  (j) an invalid task_available_idx (a failed CREATE INDEX
-#	      CONCURRENTLY) is not scanned: claims still claim.
+#	      CONCURRENTLY) is not scanned: claims still claim;
+#	  (k) a claim that follows a row's update chain checks the queue of
+#	      the latest version, as the statement's recheck does.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -356,7 +358,42 @@ q1(q{DROP INDEX schedq.task_available_idx;
 	 CREATE INDEX task_available_idx ON schedq.task
 		((-(priority::bigint)), run_at, id) WHERE status = 'available'});
 
-is(indexes_sound(), 'ok', '(h)-(j) indexes still match the heap');
+# (k) a task moved to another queue while a claim of its queue runs
+q1(q{CREATE FUNCTION public.gate(k text) RETURNS boolean LANGUAGE plpgsql
+	 IMMUTABLE AS $$
+	 BEGIN
+	   IF k = 'mv-first' THEN
+	     PERFORM pg_advisory_lock_shared(4242);
+	     PERFORM pg_advisory_unlock_shared(4242);
+	   END IF;
+	   RETURN false;
+	 END $$;
+	 CREATE INDEX task_gate_idx ON schedq.task (id) WHERE public.gate(kind)});
+q1(q{SELECT schedq.submit('mv-first', queue => 'mvq', priority => 10);
+	 SELECT schedq.submit('mv-second', queue => 'mvq', priority => 5)});
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(4242)');
+my $claimer = $node->background_psql('postgres');
+$claimer->query_until(qr/claiming/,
+	"\\echo claiming\nSELECT string_agg(queue, ',' ORDER BY queue) AS q"
+	  . " FROM schedq.claim('w', queues => '{mvq}', n => 2);\n");
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_activity
+	  WHERE wait_event = 'advisory' AND query LIKE '%schedq.claim%'})
+  or die 'the claim did not reach the gate';
+# the claim has its snapshot and has taken mv-first; mv-second moves away
+q1(q{UPDATE schedq.task SET queue = 'mvq2' WHERE kind = 'mv-second'});
+$locker->query_safe('SELECT pg_advisory_unlock(4242)');
+my $moved = $claimer->query_until(qr/claimed/, "\\echo claimed\n");
+$claimer->quit;
+$locker->quit;
+like($moved, qr/^mvq$/m, '(k) the claim of mvq took only the task still in mvq');
+is(q1(q{SELECT status || ':' || queue FROM schedq.task
+	WHERE kind = 'mv-second'}), 'available:mvq2',
+	'(k) ... and the moved task is available in its new queue');
+q1(q{DROP INDEX schedq.task_gate_idx; DROP FUNCTION public.gate(text)});
+
+is(indexes_sound(), 'ok', '(h)-(k) indexes still match the heap');
 
 $node->stop;
 done_testing();
