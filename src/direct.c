@@ -328,6 +328,9 @@ direct_begin(DirectWrite *dw, const char *command)
 		table_close(dw->rel, NoLock);
 		return false;
 	}
+	/* CheckValidResultRel's: an UPDATE a publication could not replicate */
+	if (strcmp(command, "UPDATE") == 0)
+		CheckCmdReplicaIdentity(dw->rel, CMD_UPDATE);
 	dw->estate = CreateExecutorState();
 	dw->slot = table_slot_create(dw->rel, NULL);
 	/*

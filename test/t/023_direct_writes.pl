@@ -34,7 +34,9 @@
 #	  (j) an invalid task_available_idx (a failed CREATE INDEX
 #	      CONCURRENTLY) is not scanned: claims still claim;
 #	  (k) a claim that follows a row's update chain checks the queue of
-#	      the latest version, as the statement's recheck does.
+#	      the latest version, as the statement's recheck does;
+#	  (l) an UPDATE the executor refuses on a published table without a
+#	      replica identity is refused to the direct claim and complete.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -393,7 +395,26 @@ is(q1(q{SELECT status || ':' || queue FROM schedq.task
 	'(k) ... and the moved task is available in its new queue');
 q1(q{DROP INDEX schedq.task_gate_idx; DROP FUNCTION public.gate(text)});
 
-is(indexes_sound(), 'ok', '(h)-(k) indexes still match the heap');
+# (l) a publication that publishes updates of a table without a replica
+# identity: the executor refuses the UPDATE, so must the direct path
+q1(q{SELECT schedq.submit('ri', queue => 'riq');
+	 SELECT schedq.submit('ri2', queue => 'riq')});
+my $ri_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{riq}')});
+q1(q{ALTER TABLE schedq.task REPLICA IDENTITY NOTHING;
+	 CREATE PUBLICATION task_pub FOR TABLE schedq.task});
+for my $call ("SELECT schedq.complete('$ri_tok')",
+	"SELECT count(*) FROM schedq.claim('w', queues => '{riq}')")
+{
+	my ($rc, $out, $err) = $node->psql('postgres', $call);
+	like($err, qr/does not have a replica identity and publishes updates/,
+		'(l) refused: ' . substr($call, 7, 16) . '...');
+}
+q1(q{DROP PUBLICATION task_pub;
+	 ALTER TABLE schedq.task REPLICA IDENTITY DEFAULT});
+is(q1(q{SELECT string_agg(kind || ':' || status, ',' ORDER BY kind)
+	FROM schedq.task WHERE queue = 'riq'}),
+	'ri:running,ri2:available', '(l) ... and nothing changed');
+is(indexes_sound(), 'ok', '(h)-(l) indexes still match the heap');
 
 $node->stop;
 done_testing();
