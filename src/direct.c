@@ -26,7 +26,8 @@
  * must see (a task with lock_key, concurrency_key, dependents or a run),
  * an insert with a dedup_key (ON CONFLICT), and everything on a table
  * whose shape is not the one described here (another trigger, a rule, a
- * column this library does not know, a deferrable or exclusion index):
+ * CHECK constraint, a column this library does not know, a deferrable or
+ * exclusion index):
  * then the direct path declines and the caller runs its statement.
  *-------------------------------------------------------------------------
  */
@@ -260,6 +261,9 @@ direct_build(Relation rel)
 			if (strcmp(rel->trigdesc->triggers[t].tgname,
 					   "task_status_event") != 0)
 				return;
+	/* a CHECK constraint (a DBA's: schedq has none) is the executor's */
+	if (desc->constr != NULL && desc->constr->num_check > 0)
+		return;
 	for (int c = 0; c < COL_NUM; c++)
 		if ((cache.col[c] = direct_attnum(desc, direct_columns[c].name,
 										  direct_columns[c].type)) ==
@@ -360,8 +364,20 @@ direct_begin(DirectWrite *dw, const char *command)
 		table_close(dw->rel, NoLock);
 		return false;
 	}
+	/* CheckValidResultRel's: an UPDATE a publication could not replicate */
+	if (strcmp(command, "UPDATE") == 0)
+		CheckCmdReplicaIdentity(dw->rel, CMD_UPDATE);
 	dw->estate = CreateExecutorState();
 	dw->slot = table_slot_create(dw->rel, NULL);
+	/*
+	 * What an index AM caches in ii_AmCache (GIN its GinState) lives for
+	 * this write, as for one statement (ExecOpenIndices): not one per row.
+	 */
+	for (int i = 0; i < cache.nindexes; i++)
+	{
+		cache.indexes[i].info->ii_AmCache = NULL;
+		cache.indexes[i].info->ii_Context = dw->estate->es_query_cxt;
+	}
 	/* what SPI does before each statement that is not read-only */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -410,9 +426,6 @@ direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
 			continue;
 		FormIndexDatum(info, slot, dw->estate, values, isnull);
 		irel = index_open(ix->indexoid, RowExclusiveLock);
-		/* what an AM caches there (GIN does) lives for this write only */
-		info->ii_AmCache = NULL;
-		info->ii_Context = CurrentMemoryContext;
 		index_insert(irel, values, isnull, &slot->tts_tid, dw->rel,
 					 info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
 					 changed != NULL && !bms_overlap(ix->keycols, changed),
@@ -722,7 +735,8 @@ typedef struct ClaimFilter
 /*
  * Does the row version in slot pass the claim's WHERE clause (but the
  * floor, which the index scan applies)?  As the statement has it:
- * status = 'available', the queue, required_caps <@ caps, the owner, and
+ * status = 'available', the queue (the scan key's too: this is also the
+ * recheck of a later version), required_caps <@ caps, the owner, and
  * for the executors' claims kind 'sql' requiring 'sql' and not busy.
  */
 static bool
@@ -743,6 +757,16 @@ direct_claimable(const SchedqDirectClaim *c, ClaimFilter *f,
 		!direct_text_in(slot_getattr(slot, cache.opt[OPT_QUEUE], &isnull),
 						f->queues, f->queue_nulls, f->nqueues))
 		return false;
+	/* the scan key's queue: a later version may be in another queue */
+	if (c->queue != (Datum) 0)
+	{
+		Datum queue = c->queue;
+		bool  queue_null = false;
+
+		if (!direct_text_in(slot_getattr(slot, cache.opt[OPT_QUEUE], &isnull),
+							&queue, &queue_null, 1))
+			return false;
+	}
 	if (c->sql_only)
 	{
 		int64 id =
@@ -883,10 +907,32 @@ direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
 }
 
 /*
+ * May the claim scan irel with the keys it builds: a valid B-tree whose
+ * key is ([queue,] -(priority::bigint), run_at, id)?  An invalid index (a
+ * CREATE INDEX CONCURRENTLY that failed or is still building) is empty or
+ * incomplete, and the planner never scans one.
+ */
+static bool
+direct_claim_index_ok(Relation irel, bool by_queue)
+{
+	static const Oid key[] = { TEXTOID, INT8OID, TIMESTAMPTZOID, INT8OID };
+	int				 first = by_queue ? 0 : 1;
+	int				 nkeys = lengthof(key) - first;
+
+	if (!irel->rd_index->indisvalid || irel->rd_rel->relam != BTREE_AM_OID ||
+		IndexRelationGetNumberOfKeyAttributes(irel) != nkeys)
+		return false;
+	for (int k = 0; k < nkeys; k++)
+		if (TupleDescAttr(RelationGetDescr(irel), k)->atttypid != key[first + k])
+			return false;
+	return true;
+}
+
+/*
  * Claim up to c->n tasks as the claim statement does, without it; the
  * claimed tasks go to rows[0..].  Returns how many, or -1 when the
  * statement must do it (the table or the index is not the one described
- * here).
+ * here, or the index is not valid).
  */
 int
 schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
@@ -926,6 +972,12 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 						  TYPALIGN_DOUBLE, &f.busy, &f.busy_nulls, &f.nbusy);
 
 	irel = index_open(ix->indexoid, AccessShareLock);
+	if (!direct_claim_index_ok(irel, c->queue != (Datum) 0))
+	{
+		index_close(irel, AccessShareLock);
+		direct_end(&dw);
+		return -1;
+	}
 	if (c->queue != (Datum) 0)
 		ScanKeyEntryInitialize(&keys[nkeys++], 0, 1, BTEqualStrategyNumber,
 							   TEXTOID, irel->rd_indcollation[0], F_TEXTEQ,

@@ -26,7 +26,18 @@
 #	      the statements would (25006) and change nothing;
 #	  (g) a complete whose claimed-row hint points past the end of the
 #	      table (VACUUM FULL since the claim) completes;
-#	  (h) a primary key of another shape (the Citus prototype's (queue,
+#	  (h) a write keeps what an index AM caches (GIN's GinState) for the
+#	      write, not one per row: a submit_many of depends_on elements
+#	      does not grow by one GinState per element;
+#	  (i) a CHECK constraint a DBA added is enforced, on inserts and on
+#	      updates, as the statements enforce it;
+#	  (j) an invalid task_available_idx (a failed CREATE INDEX
+#	      CONCURRENTLY) is not scanned: claims still claim;
+#	  (k) a claim that follows a row's update chain checks the queue of
+#	      the latest version, as the statement's recheck does;
+#	  (l) an UPDATE the executor refuses on a published table without a
+#	      replica identity is refused to the direct claim and complete;
+#	  (m) a primary key of another shape (the Citus prototype's (queue,
 #	      id), docs/scale-out.md): the statements run, and complete
 #	      completes.
 #-------------------------------------------------------------------------
@@ -278,17 +289,146 @@ is(q1(q{SELECT status FROM schedq.task WHERE kind = 'last'}), 'done',
 $vf->quit;
 is(indexes_sound(), 'ok', '(g) indexes still match the heap');
 
-# (h) the primary key the Citus prototype gives the table
+# (h) memory of a submit_many whose elements go to the GIN index
+my $dep_base = q1(q{SELECT schedq.submit('dep-base', queue => 'memq')});
+sub hwm_growth_kb
+{
+	my ($sql) = @_;
+	my $s = $node->background_psql('postgres');
+	my $hwm = q{SELECT (regexp_match(pg_read_file('/proc/' || pg_backend_pid()
+		|| '/status'), 'VmHWM:\s+(\d+)'))[1]::bigint};
+	my $before = $s->query_safe($hwm);
+	$s->query_safe($sql);
+	my $after = $s->query_safe($hwm);
+	$s->quit;
+	return $after - $before;
+}
+my $plain_kb = hwm_growth_kb(
+	q{SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(
+		jsonb_build_object('kind', 'mem-plain', 'queue', 'memq'))
+		FROM generate_series(1, 20000)))});
+my $dep_kb = hwm_growth_kb(
+	qq{SELECT count(*) FROM schedq.submit_many((SELECT jsonb_agg(
+		jsonb_build_object('kind', 'mem-dep', 'queue', 'memq',
+		'depends_on', jsonb_build_array($dep_base)))
+		FROM generate_series(1, 20000)))});
+cmp_ok(($dep_kb - $plain_kb) / 20000, '<', 15,
+	"(h) a depends_on element costs submit_many no GinState of its own "
+	  . "(plain $plain_kb kB, depends_on $dep_kb kB for 20000)");
+q1(q{DELETE FROM schedq.task WHERE queue = 'memq'});
+
+# (i) a CHECK constraint added by a DBA
+q1(q{ALTER TABLE schedq.task ADD CONSTRAINT no_evil CHECK (kind <> 'evil')
+	NOT VALID});
+for my $call ("SELECT schedq.submit('evil')",
+	q{SELECT * FROM schedq.submit_many('[{"kind": "evil"}, {"kind": "evil"}]')})
+{
+	my ($rc, $out, $err) = $node->psql('postgres', $call);
+	like($err, qr/violates check constraint "no_evil"/,
+		'(i) CHECK enforced: ' . substr($call, 7, 20) . '...');
+}
+q1(q{ALTER TABLE schedq.task DROP CONSTRAINT no_evil});
+q1(q{SELECT schedq.submit('chk', queue => 'chkq')});
+my $chk_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{chkq}')});
+q1(q{ALTER TABLE schedq.task ADD CONSTRAINT done_has_result
+	CHECK (status <> 'done' OR result IS NOT NULL) NOT VALID});
+($rc, $stdout, $stderr) =
+  $node->psql('postgres', "SELECT schedq.complete('$chk_tok')");
+like($stderr, qr/violates check constraint "done_has_result"/,
+	'(i) CHECK enforced on complete');
+is(q1(q{SELECT status FROM schedq.task WHERE kind = 'chk'}),
+	'running', '(i) ... and the task is still running');
+q1(q{ALTER TABLE schedq.task DROP CONSTRAINT done_has_result});
+
+# (j) an invalid task_available_idx left by a failed CREATE INDEX
+# CONCURRENTLY (its build waited for a transaction and timed out)
+q1('DROP INDEX schedq.task_available_idx');
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE schedq.task IN ROW EXCLUSIVE MODE');
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	q{SET lock_timeout = '300ms';
+	  CREATE INDEX CONCURRENTLY task_available_idx ON schedq.task
+		((-(priority::bigint)), run_at, id) WHERE status = 'available'});
+$holder->query_safe('COMMIT');
+$holder->quit;
+is(q1(q{SELECT indisvalid FROM pg_index
+	WHERE indexrelid = 'schedq.task_available_idx'::regclass}),
+	'f', '(j) task_available_idx is there, invalid');
+q1(q{SELECT schedq.submit('inv', queue => 'invq', priority => 99)});
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	q{SELECT string_agg(kind, ',') FROM schedq.claim('w', n => 1)});
+is("$stdout$stderr", 'inv', '(j) a claim of every queue still claims');
+q1(q{DROP INDEX schedq.task_available_idx;
+	 CREATE INDEX task_available_idx ON schedq.task
+		((-(priority::bigint)), run_at, id) WHERE status = 'available'});
+
+# (k) a task moved to another queue while a claim of its queue runs
+q1(q{CREATE FUNCTION public.gate(k text) RETURNS boolean LANGUAGE plpgsql
+	 IMMUTABLE AS $$
+	 BEGIN
+	   IF k = 'mv-first' THEN
+	     PERFORM pg_advisory_lock_shared(4242);
+	     PERFORM pg_advisory_unlock_shared(4242);
+	   END IF;
+	   RETURN false;
+	 END $$;
+	 CREATE INDEX task_gate_idx ON schedq.task (id) WHERE public.gate(kind)});
+q1(q{SELECT schedq.submit('mv-first', queue => 'mvq', priority => 10);
+	 SELECT schedq.submit('mv-second', queue => 'mvq', priority => 5)});
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(4242)');
+my $claimer = $node->background_psql('postgres');
+$claimer->query_until(qr/claiming/,
+	"\\echo claiming\nSELECT string_agg(queue, ',' ORDER BY queue) AS q"
+	  . " FROM schedq.claim('w', queues => '{mvq}', n => 2);\n");
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_activity
+	  WHERE wait_event = 'advisory' AND query LIKE '%schedq.claim%'})
+  or die 'the claim did not reach the gate';
+# the claim has its snapshot and has taken mv-first; mv-second moves away
+q1(q{UPDATE schedq.task SET queue = 'mvq2' WHERE kind = 'mv-second'});
+$locker->query_safe('SELECT pg_advisory_unlock(4242)');
+my $moved = $claimer->query_until(qr/claimed/, "\\echo claimed\n");
+$claimer->quit;
+$locker->quit;
+like($moved, qr/^mvq$/m, '(k) the claim of mvq took only the task still in mvq');
+is(q1(q{SELECT status || ':' || queue FROM schedq.task
+	WHERE kind = 'mv-second'}), 'available:mvq2',
+	'(k) ... and the moved task is available in its new queue');
+q1(q{DROP INDEX schedq.task_gate_idx; DROP FUNCTION public.gate(text)});
+
+# (l) a publication that publishes updates of a table without a replica
+# identity: the executor refuses the UPDATE, so must the direct path
+q1(q{SELECT schedq.submit('ri', queue => 'riq');
+	 SELECT schedq.submit('ri2', queue => 'riq')});
+my $ri_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{riq}')});
+q1(q{ALTER TABLE schedq.task REPLICA IDENTITY NOTHING;
+	 CREATE PUBLICATION task_pub FOR TABLE schedq.task});
+for my $call ("SELECT schedq.complete('$ri_tok')",
+	"SELECT count(*) FROM schedq.claim('w', queues => '{riq}')")
+{
+	my ($rc, $out, $err) = $node->psql('postgres', $call);
+	like($err, qr/does not have a replica identity and publishes updates/,
+		'(l) refused: ' . substr($call, 7, 16) . '...');
+}
+q1(q{DROP PUBLICATION task_pub;
+	 ALTER TABLE schedq.task REPLICA IDENTITY DEFAULT});
+is(q1(q{SELECT string_agg(kind || ':' || status, ',' ORDER BY kind)
+	FROM schedq.task WHERE queue = 'riq'}),
+	'ri:running,ri2:available', '(l) ... and nothing changed');
+is(indexes_sound(), 'ok', '(h)-(l) indexes still match the heap');
+
+# (m) the primary key the Citus prototype gives the table
 q1(q{ALTER TABLE schedq.task DROP CONSTRAINT task_pkey;
 	 ALTER TABLE schedq.task ADD PRIMARY KEY (queue, id)});
 q1(q{SELECT schedq.submit('pk', queue => 'pk')});
 q1('SELECT pg_stat_statements_reset()');
 my $pk_tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{pk}')});
 is(q1("SELECT schedq.complete('$pk_tok')"), 't',
-	'(h) primary key (queue, id): complete completes');
+	'(m) primary key (queue, id): complete completes');
 is(q1($claim_statements) . '/' . q1(q{SELECT count(*) FROM pg_stat_statements
 	WHERE query ~ '^UPDATE schedq\.task SET status = \$\d+, result ='}),
-	'1/1', '(h) ... through the statements');
+	'1/1', '(m) ... through the statements');
 q1(q{ALTER TABLE schedq.task DROP CONSTRAINT task_pkey;
 	 ALTER TABLE schedq.task ADD PRIMARY KEY (id)});
 
