@@ -120,7 +120,6 @@ typedef struct DirectIndex
 {
 	Oid			indexoid;
 	char	   *name;
-	bool		claim_order; /* a B-tree on ([queue,] -priority, run_at, id) */
 	IndexInfo  *info;	 /* predicate and expressions prepared */
 	Bitmapset  *keycols; /* columns of its key, as pull_varattnos has them */
 } DirectIndex;
@@ -202,31 +201,6 @@ direct_columns_known(TupleDesc desc)
 }
 
 /*
- * Is the index a B-tree on exactly these key columns, in order?  0 ends
- * the list (after the first, which is left out when 0), -1 stands for an
- * expression.  The scan keys of the claim and of complete's lookup are
- * built for these shapes.
- */
-static bool
-direct_index_keys(Relation irel, IndexInfo *info, AttrNumber first,
-				  AttrNumber a2, AttrNumber a3, AttrNumber a4)
-{
-	AttrNumber want[4] = { first, a2, a3, a4 };
-	int		   n = 0;
-
-	if (irel->rd_rel->relam != BTREE_AM_OID)
-		return false;
-	for (int k = first == 0 ? 1 : 0; k < 4 && want[k] != 0; k++)
-	{
-		if (n >= info->ii_NumIndexKeyAttrs ||
-			info->ii_IndexAttrNumbers[n] != (want[k] == -1 ? 0 : want[k]))
-			return false;
-		n++;
-	}
-	return n == info->ii_NumIndexKeyAttrs;
-}
-
-/*
  * Describe the table and its indexes into the cache.  The table is open
  * and locked.
  */
@@ -294,20 +268,17 @@ direct_build(Relation rel)
 		ix->name = pstrdup(RelationGetRelationName(irel));
 		ix->info = info;
 		cache.nindexes = i;
+		/* complete's lookup scans the primary key as a B-tree on (id) */
 		if (!irel->rd_index->indimmediate || info->ii_ExclusionOps != NULL ||
 			(ix->indexoid == cache.pkey &&
-			 !direct_index_keys(irel, info, 0, cache.col[COL_ID], 0, 0)))
+			 (irel->rd_rel->relam != BTREE_AM_OID ||
+			  info->ii_NumIndexKeyAttrs != 1 ||
+			  info->ii_IndexAttrNumbers[0] != cache.col[COL_ID])))
 		{
 			index_close(irel, NoLock);
 			MemoryContextSwitchTo(old);
 			return;
 		}
-		ix->claim_order =
-			info->ii_Predicate != NIL &&
-			(direct_index_keys(irel, info, 0, -1, cache.opt[OPT_RUN_AT],
-							   cache.col[COL_ID]) ||
-			 direct_index_keys(irel, info, cache.opt[OPT_QUEUE], -1,
-							   cache.opt[OPT_RUN_AT], cache.col[COL_ID]));
 		if (info->ii_Predicate != NIL)
 			info->ii_PredicateState = ExecInitQual(
 				(List *) expression_planner((Expr *) info->ii_Predicate),
@@ -952,8 +923,7 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 	if (!direct_begin(&dw, "UPDATE"))
 		return -1;
 	for (int i = 0; i < cache.nindexes && ix == NULL; i++)
-		if (cache.indexes[i].claim_order &&
-			strcmp(cache.indexes[i].name, c->index) == 0)
+		if (strcmp(cache.indexes[i].name, c->index) == 0)
 			ix = &cache.indexes[i];
 	if (ix == NULL)
 	{
