@@ -26,9 +26,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "call.h"
