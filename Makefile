@@ -68,7 +68,8 @@ endif
 # unprivileged OS user against throwaway servers with the library preloaded.
 REGRESS_TESTS = install submit claim complete_fail manage budgets grants grant_session privileges bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts complete_and_claim
 ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
-	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race complete_and_claim
+	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race complete_and_claim \
+	repeatable_read
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
