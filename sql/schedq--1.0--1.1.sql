@@ -41,3 +41,8 @@ REVOKE ALL ON FUNCTION schedq.complete_and_claim FROM PUBLIC;
 -- Grant keys are no longer dumped (see schedq--1.1.sql): in 1.0 their COPY
 -- collided with the key CREATE EXTENSION makes, and pg_restore failed.
 SELECT pg_catalog.pg_extension_config_dump('schedq.grant_key', 'WHERE false');
+
+-- Active tasks by exclusive key: promotion asks whether a key is held
+-- without visiting every waiting version of it.
+CREATE INDEX task_lock_active_idx ON schedq.task (lock_key)
+	WHERE lock_key IS NOT NULL AND status IN ('available', 'running');

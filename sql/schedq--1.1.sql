@@ -112,6 +112,10 @@ CREATE UNIQUE INDEX task_dedup_idx ON schedq.task (owner, dedup_key)
 -- Exclusive keys and concurrency keys, live tasks only.
 CREATE INDEX task_lock_key_idx ON schedq.task (lock_key, version, id)
 	WHERE lock_key IS NOT NULL AND status IN ('pending', 'available', 'running');
+-- Active tasks by exclusive key: is a key held?  (Its live tasks are many
+-- when many versions wait; this answers without visiting them.)
+CREATE INDEX task_lock_active_idx ON schedq.task (lock_key)
+	WHERE lock_key IS NOT NULL AND status IN ('available', 'running');
 CREATE INDEX task_concurrency_key_idx ON schedq.task (concurrency_key)
 	WHERE concurrency_key IS NOT NULL AND status IN ('available', 'running');
 -- Live tasks of a run, for finishing and halting runs.

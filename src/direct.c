@@ -23,8 +23,9 @@
  * a direct write sees and is seen by schedq's statements around it.
  *
  * Left to the statements: an update the AFTER trigger task_status_event
- * must see (a task with lock_key, concurrency_key, dependents or a run),
- * an insert with a dedup_key (ON CONFLICT), and everything on a table
+ * must see (a task with dependents or a run; for one that only holds
+ * lock_key or concurrency_key, complete records the trigger's gate event
+ * itself), an insert with a dedup_key (ON CONFLICT), and everything on a table
  * whose shape is not the one described here (another trigger, a rule, a
  * CHECK constraint, a column this library does not know, a deferrable or
  * exclusion index):
@@ -49,6 +50,7 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
@@ -64,6 +66,7 @@
 #include "utils/snapmgr.h"
 
 #include "direct.h"
+#include "task.h"
 
 /* The columns the direct writes read or write, beyond the options. */
 typedef enum DirectColumn
@@ -529,6 +532,34 @@ direct_find(DirectWrite *dw, int64 task_id, int32 attempt, int64 nonce,
 }
 
 /*
+ * The status trigger's gate event for a task that held lock_key or
+ * concurrency_key and ended (it has no dependents: those take the
+ * statement).
+ */
+static void
+direct_gate_event(HeapTuple old, TupleDesc desc)
+{
+	Datum values[3];
+	char  nulls[3] = { ' ', ' ', 'n' };
+	bool  isnull;
+
+	values[0] = heap_getattr(old, cache.opt[OPT_LOCK_KEY], desc, &isnull);
+	if (isnull)
+		nulls[0] = 'n';
+	values[1] =
+		heap_getattr(old, cache.opt[OPT_CONCURRENCY_KEY], desc, &isnull);
+	if (isnull)
+		nulls[1] = 'n';
+	values[2] = (Datum) 0;
+	if (nulls[0] == 'n' && nulls[1] == 'n')
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	schedq_task_gate_event(values, nulls);
+	SPI_finish();
+}
+
+/*
  * complete() of attempt `attempt` (fenced by nonce) of a task, as the
  * statement "UPDATE schedq.task SET status = 'done', result = $4,
  * finished_at = now() WHERE id = $1 AND attempts = $2 AND claim_nonce =
@@ -584,10 +615,12 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 		return DIRECT_STALE;
 	}
 
-	/* task_status_event's WHEN clause (NEW.run_id is OLD.run_id here) */
-	if (!heap_attisnull(old, cache.opt[OPT_LOCK_KEY], desc) ||
-		!heap_attisnull(old, cache.opt[OPT_CONCURRENCY_KEY], desc) ||
-		!heap_attisnull(old, cache.opt[OPT_RUN_ID], desc) ||
+	/*
+	 * task_status_event's WHEN clause (NEW.run_id is OLD.run_id here): a
+	 * task of a run or with dependents goes to the statement and its
+	 * trigger; one holding keys gets the trigger's gate event from here.
+	 */
+	if (!heap_attisnull(old, cache.opt[OPT_RUN_ID], desc) ||
 		DatumGetBool(
 			heap_getattr(old, cache.col[COL_HAS_DEPENDENTS], desc, &isnull)))
 		outcome = DIRECT_FALLBACK;
@@ -616,6 +649,7 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 			direct_index_insert(&dw, newslot, changed);
 			ExecDropSingleTupleTableSlot(newslot);
 		}
+		direct_gate_event(old, desc);
 	}
 	direct_end(&dw);
 	return outcome;

@@ -24,11 +24,15 @@
  *	- gate events (schedq.gate_event) are written by the status trigger of
  *	  schedq.task (triggers.c) when a task holding a key, or one that
  *	  others depend on (has_dependents), leaves 'available'/'running', and
- *	  by set_concurrency_limit.  The pass consumes them first and unparks
- *	  the head of each lock key, as many tasks of each concurrency key as
- *	  there are free slots, and the dependents of each finished task
- *	  (task_depends_on_idx).  An event committed after the pass consumed
- *	  the events stays for the next pass, so no parked task is forgotten.
+ *	  by set_concurrency_limit.  The pass consumes them first.  The head of
+ *	  each lock key and as many tasks of each concurrency key as there are
+ *	  free slots are judged at once, as the due tasks are: promoted, or
+ *	  parked again behind the gate that holds them now (one row version
+ *	  each, not an unpark and then a promotion); one not yet due is
+ *	  unparked for its time.  The dependents of each finished task
+ *	  (task_depends_on_idx) are unparked and judged with the due tasks.
+ *	  An event committed after the pass consumed the events stays for the
+ *	  next pass, so no parked task is forgotten.
  *
  * Passes are serialized by a transaction-level lock (worker.h), so the
  * scheduler and schedq._promote_once() never run one at the same time.
@@ -71,6 +75,12 @@
 #define LOCK_HEAD_SQL(key)                                                     \
 	"(SELECT h.id FROM schedq.task h WHERE h.lock_key = " key                  \
 	" AND h.status IN " TASK_LIVE_SQL " ORDER BY h.version, h.id LIMIT 1)"
+/* Whether a task of lock key `key` is active (task_lock_active_idx). */
+#define LOCK_HELD_SQL(key)                                                     \
+	"EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = " key                \
+	" AND a.status IN " TASK_ACTIVE_SQL ")"
+/* A lock key's state: its head, and whether it is held. */
+#define LOCK_STATE_SQL(key) LOCK_HEAD_SQL(key) ", " LOCK_HELD_SQL(key)
 
 static SchedqQuery q_events = SCHEDQ_QUERY0(
 	"WITH e AS (DELETE FROM schedq.gate_event"
@@ -80,38 +90,43 @@ static SchedqQuery q_events = SCHEDQ_QUERY0(
 	"          FILTER (WHERE concurrency_key IS NOT NULL),"
 	"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
 	" FROM e");
-static SchedqQuery q_unpark_lock =
-	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
-				 " WHERE id IN (SELECT " LOCK_HEAD_SQL(
-					 "k") "              FROM unnest($1::text[]) k)"
-						  " AND status = 'pending' AND parked",
-				 TEXTARRAYOID);
 /*
- * Free slots of each key: its limit (none: a batch) less what is active.
- * At most a batch per key and pass; a key that filled a whole batch gets
- * another event, so the rest follows next pass.
+ * What the gate events free, to be judged now: the head of each lock key
+ * ($1), and for each concurrency key ($2) as many of its parked tasks, in
+ * claim order, as it has free slots -- its limit (none: a batch) less what
+ * is active; at most a batch per key and pass (`waiter_of` names the key:
+ * a key that filled a batch gets another event, so the rest follows next
+ * pass).  Parked pending tasks only, locked, in the order the pass judges
+ * them; a task that is both comes twice, side by side.
  */
-static SchedqQuery q_unpark_concurrency = SCHEDQ_QUERY(
+static SchedqQuery q_freed = SCHEDQ_QUERY(
 	"WITH room AS ("
 	"  SELECT c, COALESCE((SELECT l.max_active"
 	"                      FROM schedq.concurrency_limit l WHERE l.key = c),"
 	"                     " PROMOTE_BATCH_SQL ")"
 	"     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
 	"        AND a.status IN " TASK_ACTIVE_SQL ") AS n"
-	"  FROM unnest($1::text[]) c),"
+	"  FROM unnest($2::text[]) c),"
 	" freed AS ("
-	"  SELECT room.c, x.id, room.n FROM room, LATERAL ("
+	"  SELECT " LOCK_HEAD_SQL("k") " AS id, NULL::text AS waiter_of"
+	"  FROM unnest($1::text[]) k"
+	"  UNION ALL"
+	"  SELECT x.id, room.c FROM room, LATERAL ("
 	"    SELECT t.id FROM schedq.task t"
 	"    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
 	"      AND t.parked AND t.parked_on = 'limit'"
 	"    ORDER BY t.priority DESC, t.run_at, t.id"
-	"    LIMIT least(greatest(room.n, 0), " PROMOTE_BATCH_SQL ")) x),"
-	" unparked AS (UPDATE schedq.task t SET parked = false, parked_on = NULL"
-	"   FROM freed WHERE t.id = freed.id RETURNING freed.c, freed.n)"
-	" INSERT INTO schedq.gate_event (concurrency_key)"
-	" SELECT c FROM unparked GROUP BY c"
-	" HAVING count(*) = " PROMOTE_BATCH_SQL,
-	TEXTARRAYOID);
+	"    LIMIT least(greatest(room.n, 0), " PROMOTE_BATCH_SQL ")) x)"
+	" SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
+	"        t.run_at, f.waiter_of,"
+	"        CASE WHEN f.waiter_of IS NULL THEN t.id"
+	"             ELSE " LOCK_HEAD_SQL("t.lock_key") " END,"
+	"        " LOCK_HELD_SQL("t.lock_key")
+	" FROM freed f JOIN schedq.task t ON t.id = f.id"
+	" WHERE t.status = 'pending' AND t.parked"
+	" ORDER BY t.priority DESC, t.run_at, t.id"
+	" FOR UPDATE OF t",
+	TEXTARRAYOID, TEXTARRAYOID);
 static SchedqQuery q_unpark_dependents =
 	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
 				 " WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
@@ -125,19 +140,14 @@ static SchedqQuery q_plain =
 				 " FOR UPDATE SKIP LOCKED",
 				 TIMESTAMPTZOID);
 static SchedqQuery q_gated = SCHEDQ_QUERY(
-	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at FROM ("
+	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at,"
+	"       NULL::text, " LOCK_STATE_SQL("t.lock_key") " FROM ("
 	"  SELECT * FROM schedq.task"
 	"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
 	"    AND" TASK_GATED_SQL "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
 	"  FOR UPDATE SKIP LOCKED) t"
-	" ORDER BY priority DESC, run_at, id",
+	" ORDER BY t.priority DESC, t.run_at, t.id",
 	TIMESTAMPTZOID);
-static SchedqQuery q_lock_state = SCHEDQ_QUERY(
-	"SELECT " LOCK_HEAD_SQL(
-		"$1") ","
-			  "       EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = $1"
-			  "          AND a.status IN " TASK_ACTIVE_SQL ")",
-	TEXTOID);
 static SchedqQuery q_concurrency_state = SCHEDQ_QUERY(
 	"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
 	"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
@@ -149,7 +159,8 @@ static SchedqQuery q_deps =
 				 " WHERE t.id = $1 AND x.status <> 'done' LIMIT 1",
 				 INT8OID);
 static SchedqQuery q_promote =
-	SCHEDQ_QUERY("UPDATE schedq.task SET status = 'available'"
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'available', parked = false, parked_on = NULL"
 				 " WHERE id = ANY ($1) AND status = 'pending'"
 				 " RETURNING" TASK_AVAILABLE_COLUMNS,
 				 INT8ARRAYOID);
@@ -162,8 +173,13 @@ static SchedqQuery q_set_aside =
 static SchedqQuery q_park =
 	SCHEDQ_QUERY("UPDATE schedq.task t SET parked = true, parked_on = p.reason"
 				 " FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
-				 " WHERE t.id = p.id AND t.status = 'pending'",
+				 " WHERE t.id = p.id AND t.status = 'pending'"
+				 "   AND (NOT t.parked OR t.parked_on IS DISTINCT FROM p.reason)",
 				 INT8ARRAYOID, TEXTARRAYOID);
+static SchedqQuery q_unpark =
+	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
+				 " WHERE id = ANY ($1) AND status = 'pending' AND parked",
+				 INT8ARRAYOID);
 static SchedqQuery q_next_due =
 	SCHEDQ_QUERY("SELECT min(run_at) FROM schedq.task"
 				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
@@ -223,40 +239,6 @@ schedq_promote_try_lock(void)
 	schedq_lock_tag(&tag, SCHEDQ_LOCK_PROMOTE);
 	return LockAcquire(&tag, ExclusiveLock, false, true) !=
 		   LOCKACQUIRE_NOT_AVAIL;
-}
-
-/*
- * Consume the gate events and unpark what they free.
- */
-static void
-promote_consume_events(bool *more)
-{
-	SPITupleTable *events;
-	int			   n;
-	Datum		   locks;
-	Datum		   limits;
-	Datum		   finished;
-	bool		   isnull;
-
-	n = schedq_run(&q_events, NULL, NULL, 0, SPI_OK_SELECT);
-	if (n == 0)
-		return;
-	events = SPI_tuptable;
-	locks = SPI_getbinval(events->vals[0], events->tupdesc, 1, &isnull);
-	if (!isnull)
-		schedq_run(&q_unpark_lock, &locks, NULL, 0, SPI_OK_UPDATE);
-
-	finished = SPI_getbinval(events->vals[0], events->tupdesc, 3, &isnull);
-	if (!isnull)
-		schedq_run(&q_unpark_dependents, &finished, NULL, 0, SPI_OK_UPDATE);
-
-	limits = SPI_getbinval(events->vals[0], events->tupdesc, 2, &isnull);
-	if (!isnull)
-	{
-		schedq_run(&q_unpark_concurrency, &limits, NULL, 0, SPI_OK_INSERT);
-		if (SPI_processed > 0)
-			*more = true;
-	}
 }
 
 /*
@@ -336,26 +318,22 @@ promote_key(HTAB *keys, char kind, const char *key, bool *found)
 /*
  * Does the lock-key gate let this task go?  It must be the head of its
  * key and the key must have nothing available or running (nor anything
- * promoted earlier in this pass).
+ * promoted earlier in this pass).  The row's own columns 7 and 8 tell the
+ * key's state when the pass has not seen the key yet.
  */
 static bool
-promote_lock_gate(HTAB *keys, const char *lock_key, int64 id)
+promote_lock_gate(HTAB *keys, const char *lock_key, int64 id,
+				  HeapTuple tuple, TupleDesc desc)
 {
 	bool	  found;
 	KeyState *ks = promote_key(keys, 'L', lock_key, &found);
 
 	if (!found)
 	{
-		Datum value = CStringGetTextDatum(lock_key);
-		bool  isnull;
+		bool isnull;
 
-		schedq_run(&q_lock_state, &value, NULL, 0, SPI_OK_SELECT);
-		ks->head =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-		ks->held =
-			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 2, &isnull));
+		ks->head = DatumGetInt64(SPI_getbinval(tuple, desc, 7, &isnull));
+		ks->held = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
 	}
 	return ks->head == id && !ks->held;
 }
@@ -400,31 +378,35 @@ promote_deps_done(int64 id)
 }
 
 /*
- * Judge a batch of due gated tasks; promote those every gate lets go and
- * park those a key blocks.  Returns how many were promoted.
+ * Judge gated pending tasks, given in the order the pass takes them
+ * (priority, run_at, id; a task may come twice, side by side): promote
+ * those every gate lets go, park those a gate holds behind that gate,
+ * unpark those not yet due (task_pending_idx brings them at their time).
+ * Per-key answers are cached for the call, and what it promotes counts
+ * against its keys.  Columns: id, lock_key, concurrency_key, whether it
+ * has dependencies, run_at, the concurrency key whose free slot brought it
+ * (q_freed) or NULL, and its lock key's state (LOCK_STATE_SQL).  Returns
+ * how many it promoted.
  */
 static int
-promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
+promote_judge(SPITupleTable *rows, int n, TimestampTz now,
+			  TimestampTz *oldest, bool *more)
 {
-	Datum		   value = TimestampTzGetDatum(now);
-	SPITupleTable *rows;
-	HASHCTL		   ctl;
-	HTAB		  *keys;
-	int			   n;
-	int64		  *promote;
-	Datum		  *park;
-	Datum		  *reasons;
-	int			   npromote = 0;
-	int			   npark = 0;
-	int			   done = 0;
+	TupleDesc desc = rows->tupdesc;
+	HASHCTL	  ctl;
+	HTAB	 *keys;
+	int64	 *promote = palloc(sizeof(int64) * Max(n, 1));
+	Datum	 *park = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	 *reasons = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	 *unpark = palloc(sizeof(Datum) * Max(n, 1));
+	int		  npromote = 0;
+	int		  npark = 0;
+	int		  nunpark = 0;
+	int64	  prev = 0;
+	int		  done;
 
-	n = schedq_run(&q_gated, &value, NULL, 0, SPI_OK_SELECT);
 	if (n == 0)
 		return 0;
-	if (n == PROMOTE_BATCH)
-		*more = true;
-	rows = SPI_tuptable;
-
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(char *);
 	ctl.entrysize = sizeof(KeyState);
@@ -433,53 +415,61 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 	ctl.hcxt = CurrentMemoryContext;
 	keys = hash_create("schedq promotion keys", 64, &ctl,
 					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
-	promote = palloc(sizeof(int64) * n);
-	park = palloc(sizeof(Datum) * n);
-	reasons = palloc(sizeof(Datum) * n);
 
 	for (int i = 0; i < n; i++)
 	{
-		HeapTuple tuple = rows->vals[i];
-		TupleDesc desc = rows->tupdesc;
-		bool	  isnull;
-		int64	  id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		char	 *lock_key = SPI_getvalue(tuple, desc, 2);
-		char	 *concurrency_key = SPI_getvalue(tuple, desc, 3);
+		HeapTuple	tuple = rows->vals[i];
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		char	   *lock_key = SPI_getvalue(tuple, desc, 2);
+		char	   *concurrency_key = SPI_getvalue(tuple, desc, 3);
 		bool has_deps = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
 		TimestampTz run_at =
 			DatumGetTimestampTz(SPI_getbinval(tuple, desc, 5, &isnull));
+		char	   *waiter_of = SPI_getvalue(tuple, desc, 6);
+		const char *reason = NULL;
+		bool		found;
 
+		/* a concurrency key that filled its batch: the rest next pass */
+		if (waiter_of != NULL)
+		{
+			KeyState *w = promote_key(keys, 'W', waiter_of, &found);
+
+			w->active = found ? w->active + 1 : 1;
+			if (w->active == PROMOTE_BATCH)
+			{
+				Datum values[3] = { 0, CStringGetTextDatum(waiter_of), 0 };
+
+				schedq_task_gate_event(values, "n n");
+				*more = true;
+			}
+		}
+		if (i > 0 && id == prev)
+			continue;
+		prev = id;
+
+		if (run_at > now)
+		{
+			unpark[nunpark++] = Int64GetDatum(id);
+			continue;
+		}
 		if (has_deps && !promote_deps_done(id))
+			reason = "deps";
+		else if (lock_key != NULL && !promote_lock_gate(keys, lock_key, id, tuple, desc))
+			reason = "lock";
+		else if (concurrency_key != NULL &&
+				 !promote_concurrency_gate(keys, concurrency_key))
+			reason = "limit";
+		if (reason != NULL)
 		{
-			reasons[npark] = CStringGetTextDatum("deps");
-			park[npark++] = Int64GetDatum(id);
-			continue;
-		}
-		if (lock_key != NULL && !promote_lock_gate(keys, lock_key, id))
-		{
-			reasons[npark] = CStringGetTextDatum("lock");
-			park[npark++] = Int64GetDatum(id);
-			continue;
-		}
-		if (concurrency_key != NULL &&
-			!promote_concurrency_gate(keys, concurrency_key))
-		{
-			reasons[npark] = CStringGetTextDatum("limit");
+			reasons[npark] = CStringGetTextDatum(reason);
 			park[npark++] = Int64GetDatum(id);
 			continue;
 		}
 		if (lock_key != NULL)
-		{
-			bool found;
-
 			promote_key(keys, 'L', lock_key, &found)->held = true;
-		}
 		if (concurrency_key != NULL)
-		{
-			bool found;
-
 			promote_key(keys, 'C', concurrency_key, &found)->active++;
-		}
 		promote[npromote++] = id;
 		if (run_at < *oldest)
 			*oldest = run_at;
@@ -498,8 +488,27 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 			construct_array(reasons, npark, TEXTOID, -1, false, TYPALIGN_INT));
 		schedq_run(&q_park, args, NULL, 0, SPI_OK_UPDATE);
 	}
+	if (nunpark > 0)
+	{
+		Datum array = PointerGetDatum(construct_array(
+			unpark, nunpark, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+
+		schedq_run(&q_unpark, &array, NULL, 0, SPI_OK_UPDATE);
+	}
 	hash_destroy(keys);
 	return done;
+}
+
+/* Count what a step promoted, and how late the oldest of it was. */
+static void
+promote_counted(int promoted, TimestampTz now, TimestampTz oldest)
+{
+	if (promoted > 0)
+	{
+		schedq_count(METRIC_TASKS_PROMOTED, promoted);
+		schedq_metric_set(METRIC_SCHEDULER_LAG_MS,
+						  (uint64) Max(0, (now - oldest) / 1000));
+	}
 }
 
 /*
@@ -510,19 +519,48 @@ promote_gated(TimestampTz now, TimestampTz *oldest, bool *more)
 int
 schedq_promote_pass(TimestampTz now, bool *more)
 {
-	schedq_promote_events(more);
-	return schedq_promote_due(now, more);
+	int promoted = schedq_promote_events(now, more);
+
+	return promoted + schedq_promote_due(now, more);
 }
 
 /*
- * The first step of a pass: consume the gate events and unpark what they
- * free.
+ * The first step of a pass: consume the gate events; judge the parked
+ * tasks they free, and unpark the dependents of finished tasks for the
+ * second step.  Returns how many it made available.
  */
-void
-schedq_promote_events(bool *more)
+int
+schedq_promote_events(TimestampTz now, bool *more)
 {
+	TimestampTz	   oldest = DT_NOEND;
+	SPITupleTable *events;
+	Datum		   keys[2];
+	char		   nulls[2];
+	Datum		   finished;
+	bool		   isnull;
+	int			   promoted = 0;
+
 	promote_lock();
-	promote_consume_events(more);
+	if (schedq_run(&q_events, NULL, NULL, 0, SPI_OK_SELECT) == 0)
+		return 0;
+	events = SPI_tuptable;
+	finished = SPI_getbinval(events->vals[0], events->tupdesc, 3, &isnull);
+	if (!isnull)
+		schedq_run(&q_unpark_dependents, &finished, NULL, 0, SPI_OK_UPDATE);
+	for (int i = 0; i < 2; i++)
+	{
+		keys[i] =
+			SPI_getbinval(events->vals[0], events->tupdesc, i + 1, &isnull);
+		nulls[i] = isnull ? 'n' : ' ';
+	}
+	if (nulls[0] == ' ' || nulls[1] == ' ')
+	{
+		int n = schedq_run(&q_freed, keys, nulls, 0, SPI_OK_SELECT);
+
+		promoted = promote_judge(SPI_tuptable, n, now, &oldest, more);
+	}
+	promote_counted(promoted, now, oldest);
+	return promoted;
 }
 
 /*
@@ -532,22 +570,24 @@ schedq_promote_events(bool *more)
 int
 schedq_promote_due(TimestampTz now, bool *more)
 {
+	Datum		value = TimestampTzGetDatum(now);
 	TimestampTz oldest = DT_NOEND;
 	int			promoted;
+	int			n;
 	bool		full;
 
 	promote_lock();
 	promoted = promote_plain(now, &oldest, &full);
 	if (full)
 		*more = true;
-	promoted += promote_gated(now, &oldest, more);
 
-	if (promoted > 0)
-	{
-		schedq_count(METRIC_TASKS_PROMOTED, promoted);
-		schedq_metric_set(METRIC_SCHEDULER_LAG_MS,
-						  (uint64) Max(0, (now - oldest) / 1000));
-	}
+	/* the gated ones, a batch at a time */
+	n = schedq_run(&q_gated, &value, NULL, 0, SPI_OK_SELECT);
+	if (n == PROMOTE_BATCH)
+		*more = true;
+	promoted += promote_judge(SPI_tuptable, n, now, &oldest, more);
+
+	promote_counted(promoted, now, oldest);
 	return promoted;
 }
 

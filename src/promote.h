@@ -11,7 +11,7 @@
 
 extern int		   schedq_promote_pass(TimestampTz now, bool *more);
 extern bool		   schedq_promote_try_lock(void);
-extern void		   schedq_promote_events(bool *more);
+extern int		   schedq_promote_events(TimestampTz now, bool *more);
 extern int		   schedq_promote_due(TimestampTz now, bool *more);
 extern TimestampTz schedq_next_due(TimestampTz now);
 extern void		   schedq_unpark_all(void);

@@ -225,7 +225,7 @@ step_events(SchedulerTick *tick)
 		tick->promote_busy = true;
 		return;
 	}
-	schedq_promote_events(&tick->more);
+	tick->done += schedq_promote_events(tick->now, &tick->more);
 }
 
 static void

@@ -404,3 +404,22 @@ schedq_task_row_available_at_commit(HeapTuple row, TupleDesc desc,
 													  first_column + 4,
 													  &isnull)));
 }
+
+static SchedqQuery q_gate_event =
+	SCHEDQ_QUERY("INSERT INTO schedq.gate_event"
+				 " (lock_key, concurrency_key, task_id) VALUES ($1, $2, $3)",
+				 TEXTOID, TEXTOID, INT8OID);
+
+/*
+ * Record a gate event: values are its lock_key, concurrency_key and
+ * task_id (nulls as SPI takes them, 'n' for NULL), and wake the scheduler
+ * after commit.  The status trigger records one when a task holding a key,
+ * or one that others depend on, leaves 'available'/'running'; so does a
+ * complete that writes without the statement (direct.c).  SPI connected.
+ */
+void
+schedq_task_gate_event(Datum *values, const char *nulls)
+{
+	schedq_run(&q_gate_event, values, nulls, 0, SPI_OK_INSERT);
+	schedq_wake_scheduler_at_commit();
+}

@@ -119,4 +119,6 @@ extern void schedq_task_available_at_commit(const char *queue,
 extern void schedq_task_row_available_at_commit(HeapTuple row, TupleDesc desc,
 												int first_column);
 
+extern void schedq_task_gate_event(Datum *values, const char *nulls);
+
 #endif /* SCHEDQ_TASK_H */

@@ -23,13 +23,7 @@
 #include "run.h"
 #include "shmem.h"
 #include "task.h"
-#include "wake.h"
 #include "xact.h"
-
-static SchedqQuery q_gate_event =
-	SCHEDQ_QUERY("INSERT INTO schedq.gate_event"
-				 " (lock_key, concurrency_key, task_id) VALUES ($1, $2, $3)",
-				 TEXTOID, TEXTOID, INT8OID);
 
 PG_FUNCTION_INFO_V1(schedq_task_event_trigger);
 
@@ -91,10 +85,7 @@ schedq_task_event_trigger(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (nulls[0] == ' ' || nulls[1] == ' ' || has_dependents)
-	{
-		schedq_run(&q_gate_event, values, nulls, 0, SPI_OK_INSERT);
-		schedq_wake_scheduler_at_commit();
-	}
+		schedq_task_gate_event(values, nulls);
 	if (in_run && status != TASK_PENDING)
 		schedq_run_task_ended(run_id, task_id, status);
 	SPI_finish();

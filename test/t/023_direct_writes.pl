@@ -19,9 +19,11 @@
 #	  (d) a trigger added to schedq.task by a superuser fires for
 #	      submits and completes: the direct path declines and the
 #	      statements run; once it is dropped the direct path is back;
-#	  (e) a task with lock_key, a run or dependents completes through the
-#	      statement, so that task_status_event still frees what it
-#	      gates; a stale or forged completion changes nothing;
+#	  (e) a task holding lock_key or concurrency_key completes without
+#	      the statement and records task_status_event's gate event
+#	      itself, so the next holder of its key is freed; a task of a
+#	      run completes through the statement (the trigger finishes the
+#	      run); a stale or forged completion changes nothing;
 #	  (f) in a read-only transaction submit, claim and complete fail as
 #	      the statements would (25006) and change nothing;
 #	  (g) a complete whose claimed-row hint points past the end of the
@@ -223,8 +225,10 @@ is(q1($writes) . '/' . q1('SELECT count(*) FROM trig_log'),
 	'0/0', '(d) dropped: the direct path is back');
 $session->quit;
 
-# (e) gated tasks complete through the statement; their gates open
-q1(q{SELECT schedq.submit('k1', queue => 'gate', lock_key => 'L');
+# (e) keyed tasks complete directly, with their gate events; their gates
+# open.  A task of a run completes through the statement.
+q1(q{SELECT schedq.submit('k1', queue => 'gate', lock_key => 'L',
+			concurrency_key => 'C');
 	 SELECT schedq.submit('k2', queue => 'gate', lock_key => 'L');
 	 SELECT schedq._promote_once()});
 is(q1(q{SELECT string_agg(kind || ':' || status, ',' ORDER BY id)
@@ -235,7 +239,10 @@ my $tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{gate}')});
 is(q1("SELECT schedq.complete('$tok')"), 't', '(e) the holder completes');
 is(q1(q{SELECT count(*) FROM pg_stat_statements
 	WHERE query ~ '^UPDATE schedq\.task SET status = \$\d+, result ='}),
-	'1', '(e) ... through the UPDATE statement');
+	'0', '(e) ... without the UPDATE statement');
+is(q1(q{SELECT string_agg(lock_key || '/' || concurrency_key
+		|| '/' || coalesce(task_id::text, '-'), ',') FROM schedq.gate_event}),
+	'L/C/-', '(e) ... recording the gate event the trigger would');
 q1('SELECT schedq._promote_once()');
 is(q1(q{SELECT status FROM schedq.task WHERE kind = 'k2'}),
 	'available', '(e) ... and the next holder of the key is freed');
@@ -249,6 +256,16 @@ my ($rc, $stdout, $stderr) =
 like($stderr, qr/grant|token/i, '(e) a forged token is refused');
 is(q1(q{SELECT status FROM schedq.task WHERE kind = 'k2'}),
 	'running', '(e) ... and changes nothing');
+my $run = q1(q{SELECT schedq.create_run('direct-e')});
+q1(qq{SELECT schedq.submit('in-run', queue => 'gate-run', run_id => $run)});
+q1('SELECT pg_stat_statements_reset()');
+$tok = q1(q{SELECT token FROM schedq.claim('w', queues => '{gate-run}')});
+is(q1("SELECT schedq.complete('$tok')"), 't', '(e) a task of a run completes');
+is(q1(q{SELECT count(*) FROM pg_stat_statements
+	WHERE query ~ '^UPDATE schedq\.task SET status = \$\d+, result ='}),
+	'1', '(e) ... through the UPDATE statement');
+is(q1("SELECT status FROM schedq.run WHERE id = $run"), 'done',
+	'(e) ... and its trigger finishes the run');
 is(indexes_sound(), 'ok', '(e) indexes still match the heap');
 
 # (f) read-only transactions
