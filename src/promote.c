@@ -97,32 +97,35 @@ static SchedqQuery q_events = SCHEDQ_QUERY0(
  * is active; at most a batch per key and pass (`waiter_of` names the key:
  * a key that filled a batch gets another event, so the rest follows next
  * pass).  Parked pending tasks only, locked, in the order the pass judges
- * them; a task that is both comes twice, side by side.
+ * them; a task that is both comes twice, side by side.  With each, the
+ * state of its lock key and, when $2 names it, of its concurrency key.
  */
 static SchedqQuery q_freed = SCHEDQ_QUERY(
-	"WITH room AS ("
-	"  SELECT c, COALESCE((SELECT l.max_active"
-	"                      FROM schedq.concurrency_limit l WHERE l.key = c),"
-	"                     " PROMOTE_BATCH_SQL ")"
-	"     - (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
-	"        AND a.status IN " TASK_ACTIVE_SQL ") AS n"
+	"WITH state AS MATERIALIZED ("
+	"  SELECT c, (SELECT l.max_active"
+	"             FROM schedq.concurrency_limit l WHERE l.key = c) AS max_active,"
+	"     (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
+	"        AND a.status IN " TASK_ACTIVE_SQL ") AS active"
 	"  FROM unnest($2::text[]) c),"
-	" freed AS ("
+	" freed AS MATERIALIZED ("
 	"  SELECT " LOCK_HEAD_SQL("k") " AS id, NULL::text AS waiter_of"
 	"  FROM unnest($1::text[]) k"
 	"  UNION ALL"
-	"  SELECT x.id, room.c FROM room, LATERAL ("
+	"  SELECT x.id, s.c FROM state s, LATERAL ("
 	"    SELECT t.id FROM schedq.task t"
-	"    WHERE t.concurrency_key = room.c AND t.status = 'pending'"
+	"    WHERE t.concurrency_key = s.c AND t.status = 'pending'"
 	"      AND t.parked AND t.parked_on = 'limit'"
 	"    ORDER BY t.priority DESC, t.run_at, t.id"
-	"    LIMIT least(greatest(room.n, 0), " PROMOTE_BATCH_SQL ")) x)"
+	"    LIMIT least(greatest(COALESCE(s.max_active, " PROMOTE_BATCH_SQL ")"
+	"                         - s.active, 0), " PROMOTE_BATCH_SQL ")) x)"
 	" SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
 	"        t.run_at, f.waiter_of,"
 	"        CASE WHEN f.waiter_of IS NULL THEN t.id"
 	"             ELSE " LOCK_HEAD_SQL("t.lock_key") " END,"
-	"        " LOCK_HELD_SQL("t.lock_key")
+	"        " LOCK_HELD_SQL("t.lock_key") ","
+	"        s.max_active, s.active"
 	" FROM freed f JOIN schedq.task t ON t.id = f.id"
+	" LEFT JOIN state s ON s.c = t.concurrency_key"
 	" WHERE t.status = 'pending' AND t.parked"
 	" ORDER BY t.priority DESC, t.run_at, t.id"
 	" FOR UPDATE OF t",
@@ -141,7 +144,8 @@ static SchedqQuery q_plain =
 				 TIMESTAMPTZOID);
 static SchedqQuery q_gated = SCHEDQ_QUERY(
 	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at,"
-	"       NULL::text, " LOCK_STATE_SQL("t.lock_key") " FROM ("
+	"       NULL::text, " LOCK_STATE_SQL("t.lock_key") ","
+	"       NULL::integer, NULL::bigint FROM ("
 	"  SELECT * FROM schedq.task"
 	"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
 	"    AND" TASK_GATED_SQL "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
@@ -339,28 +343,36 @@ promote_lock_gate(HTAB *keys, const char *lock_key, int64 id,
 }
 
 /*
- * Does the concurrency gate let this task go?  Counts it if so.
+ * Does the concurrency gate let this task go?  When the pass has not seen
+ * the key yet, the row's columns 9 and 10 tell its limit and how many are
+ * active, if the statement looked (q_freed); else they are asked for.
  */
 static bool
-promote_concurrency_gate(HTAB *keys, const char *concurrency_key)
+promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
+						 HeapTuple tuple, TupleDesc desc)
 {
 	bool	  found;
 	KeyState *ks = promote_key(keys, 'C', concurrency_key, &found);
 
 	if (!found)
 	{
-		Datum value = CStringGetTextDatum(concurrency_key);
-		bool  isnull;
+		bool  limit_null;
+		bool  active_null;
+		Datum limit = SPI_getbinval(tuple, desc, 9, &limit_null);
+		Datum active = SPI_getbinval(tuple, desc, 10, &active_null);
 
-		schedq_run(&q_concurrency_state, &value, NULL, 0, SPI_OK_SELECT);
-		ks->limit =
-			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-		if (isnull)
-			ks->limit = -1;
-		ks->active =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 2, &isnull));
+		if (active_null)
+		{
+			Datum value = CStringGetTextDatum(concurrency_key);
+
+			schedq_run(&q_concurrency_state, &value, NULL, 0, SPI_OK_SELECT);
+			limit = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								  1, &limit_null);
+			active = SPI_getbinval(SPI_tuptable->vals[0],
+								   SPI_tuptable->tupdesc, 2, &active_null);
+		}
+		ks->limit = limit_null ? -1 : DatumGetInt32(limit);
+		ks->active = DatumGetInt64(active);
 	}
 	return ks->limit < 0 || ks->active < ks->limit;
 }
@@ -458,7 +470,7 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 		else if (lock_key != NULL && !promote_lock_gate(keys, lock_key, id, tuple, desc))
 			reason = "lock";
 		else if (concurrency_key != NULL &&
-				 !promote_concurrency_gate(keys, concurrency_key))
+				 !promote_concurrency_gate(keys, concurrency_key, tuple, desc))
 			reason = "limit";
 		if (reason != NULL)
 		{
