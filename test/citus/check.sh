@@ -13,7 +13,14 @@
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
 #	    then prints the known limits (schedq's calls Citus refuses today);
-#	    4. figures, in the same run: claim + complete cycles/s on the
+#	    4. the design's per-node passes (passes.sql, schedq's own scheduler
+#	       off): the reaper of each worker takes back the tasks the restart
+#	       left running, once; 800 gated tasks (lock keys with versions, a
+#	       concurrency limit) promoted by two passes at once on every node
+#	       and drained by 16 clients: each done once, lock order and limit
+#	       held; periodic ticks from four sessions at once: each due time
+#	       fired once;
+#	    5. figures, in the same run: claim + complete cycles/s on the
 #	       cluster and on one plain server with the same statements (and
 #	       schedq's own claim/complete there), and the per-call latency of
 #	       submit through the coordinator against one server.
@@ -154,7 +161,7 @@ wait $load
 echo "#   under the restart: $(sed -n 's/.*actually processed: //p' "$WORK/restart.log") cycles;" \
 	"$(grep -c 'aborted in command' "$WORK/restart.log") of 16 clients stopped by an error, e.g.:"
 grep -o 'ERROR: .*' "$WORK/restart.log" | head -1 | sed 's/^/#     /'
-echo "#   left running (claimed, complete cut off; no reaper on Citus yet): " \
+echo "#   left running (claimed, complete cut off; the per-node reaper, step 4a, takes them back): " \
 	"$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")"
 ok "worker 2 back after an immediate restart" "$(q w2 'SELECT 1')" 1
 pgb -p "$CITUS_PORT" -c 16 -j 2 -t 20 -f "$HERE/claim_complete.sql" >"$WORK/after.log" 2>&1
@@ -176,7 +183,101 @@ limit "SELECT schedq.cancel(id) FROM schedq.task WHERE queue = 'q1' LIMIT 1"
 echo "#   known limit: scheduler passes failed on the nodes so far:" \
 	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed: could not create distributed plan')"
 
-# 4. Figures: the cluster against one server, same machine, same run.
+# 4. The design's per-node passes (passes.sql, a PL/pgSQL prototype of
+# what schedq's scheduler would run on Citus).  schedq's own scheduler is
+# switched off on every node first: on Citus its passes fail, and its
+# periodic pass would set every schedule aside.
+for node in $CITUS_NODES; do
+	cpsql "$node" -c "ALTER SYSTEM SET schedq.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+	cpsql "$node" -f "$HERE/passes.sql" >>"$WORK/passes.log" 2>&1
+done
+ok "the per-node passes are created on every node (passes.sql)" \
+	"$(grep -c ERROR "$WORK/passes.log")" 0
+
+# 4a. The reaper: each worker's pass over its own shards takes back the
+# tasks whose complete the restart cut off, once: two passes at once on
+# each worker, at a time past their leases.
+# and five claims whose workers never come back, in every case
+for i in 1 2 3 4 5; do
+	q coord "UPDATE schedq.task SET status = 'running', attempts = attempts + 1,
+	           claimed_by = 'gone', started_at = now(), lease_expires_at = now() + interval '30 seconds'
+	          WHERE queue = 'q$i' AND id = (SELECT id FROM schedq.task
+	                                         WHERE queue = 'q$i' AND status = 'available'
+	                                         ORDER BY id LIMIT 1)" >/dev/null
+done
+left=$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")
+for node in w1 w1 w2 w2; do
+	q "$node" "SELECT schedq_citus.reap_local(now() + interval '31 seconds')" >>"$WORK/reap.out" &
+done
+wait
+ok "the per-node reapers take back the $left tasks left running, each once" \
+	"$(awk '{ s += $1 } END { print s + 0 }' "$WORK/reap.out")" "$left"
+ok "no task left running" "$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")" 0
+
+# 4b. Gated tasks: 800 tasks in queues g1..g8, lock keys k0..k9 with
+# versions and concurrency keys c0 (no limit) and c1 (limit 3) in each
+# queue, all pending; two promotion passes at once on every node, and 16
+# clients claiming and completing through the coordinator, until all are
+# done (deadline 120 s).
+q coord "INSERT INTO schedq.concurrency_limit (key, max_active) VALUES ('c1', 3)" >/dev/null
+q coord "SELECT count(schedq.submit('g', queue => 'g' || (g % 8 + 1), lock_key => 'k' || (g % 10),
+	version => g / 80, concurrency_key => 'c' || (g % 2))) FROM generate_series(0, 799) g" >/dev/null
+ok "800 gated tasks wait for promotion" \
+	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND status = 'pending'")" 800
+bg=()
+for node in $CITUS_NODES; do
+	pgb -p "$(node_port "$node")" -c 2 -T 150 -f "$HERE/promote_loop.sql" >"$WORK/promote-$node.log" 2>&1 &
+	bg+=($!)
+done
+pgb -p "$CITUS_PORT" -c 16 -j 2 -T 150 -f "$HERE/claim_gated.sql" >"$WORK/gated.log" 2>&1 &
+bg+=($!)
+start=$SECONDS
+done_n=0
+while [ $((SECONDS - start)) -lt 120 ]; do
+	done_n=$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND status = 'done'")
+	[ "$done_n" = 800 ] && break
+	sleep 0.5
+done
+kill "${bg[@]}" 2>/dev/null
+wait "${bg[@]}" 2>/dev/null
+echo "#   gated drain: $done_n of 800 done in $((SECONDS - start)) s; promotions on each worker's shards:" \
+	"w1 $(q w1 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available'")," \
+	"w2 $(q w2 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available' AND queue LIKE 'g_'")"
+ok "every gated task done" "$done_n" 800
+ok "no gated task claimed twice" \
+	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND attempts > 1")" 0
+# Order and limits from each worker's audit of status changes (passes.sql:
+# the worker's clock at each change; started_at and finished_at are the
+# coordinator's, taken before a statement reaches the worker).
+ok "each (queue, lock_key) ran one task at a time, in key order" \
+	"$(( $(q w1 'SELECT schedq_citus.audit_lock_violations()') + $(q w2 'SELECT schedq_citus.audit_lock_violations()') ))" 0
+most=$(for node in w1 w2; do q "$node" "SELECT schedq_citus.audit_most_active('c1')"; done | sort -n | tail -1)
+ok "at most 3 tasks of (queue, c1) were available or running at once, and 3 were" "$most" 3
+
+# 4c. Periodic tasks: three schedules (every minute) in the reference table
+# schedq.periodic, due; four sessions on the coordinator each tick at six
+# successive minutes, at once.  Each due time fires once: a schedule's
+# tasks have distinct due times and as many as it counts fired.
+q coord "INSERT INTO schedq.periodic (name, schedule, kind, queue, owner, next_run)
+	SELECT 'p' || i, '* * * * *', 'tick', 'q' || i, 'postgres', now() - interval '1 second'
+	  FROM generate_series(1, 3) i" >/dev/null
+for s in 1 2 3 4; do
+	cpsql coord -At -c "SELECT sum(schedq_citus.tick(now() + k * interval '1 minute'))
+	                      FROM generate_series(0, 5) k" >"$WORK/tick-$s.out" 2>&1 &
+done
+wait
+ok "four concurrent tick sessions ran without error" "$(cat "$WORK"/tick-*.out | grep -c ERROR)" 0
+ticks=$(q coord "SELECT count(*) FROM schedq.task WHERE periodic IS NOT NULL")
+echo "#   periodic: $ticks tasks fired by 3 schedules over 6 minutes of ticks," \
+	"$(awk '{ s += $1 } END { print s + 0 }' "$WORK"/tick-*.out) counted by the tick sessions"
+ok "each schedule fired each due time once" \
+	"$(q coord "SELECT count(*) FROM (SELECT p.name FROM schedq.periodic p
+	  JOIN schedq.task t ON t.periodic = p.name
+	  GROUP BY p.name, p.fired HAVING count(*) <> p.fired OR count(DISTINCT t.run_at) <> count(*)) x")" 0
+ok "every schedule fired, as its first due time came" \
+	"$(q coord "SELECT count(*) FROM schedq.periodic WHERE fired >= 1 AND last_task_id IS NOT NULL")" 3
+
+# 5. Figures: the cluster against one server, same machine, same run.
 as_user "$CITUS_BINDIR/initdb" -D "$WORK/single" -A trust -U postgres --no-sync >"$WORK/initdb-single.log" 2>&1
 cat >>"$WORK/single/postgresql.conf" <<EOF
 port = $SINGLE_PORT
