@@ -241,7 +241,7 @@ done
 kill "${bg[@]}" 2>/dev/null
 wait "${bg[@]}" 2>/dev/null
 echo "#   gated drain: $done_n of 800 done in $((SECONDS - start)) s; promotions on each worker's shards:" \
-	"w1 $(q w1 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available'")," \
+	"w1 $(q w1 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available' AND queue LIKE 'g_'")," \
 	"w2 $(q w2 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available' AND queue LIKE 'g_'")"
 ok "every gated task done" "$done_n" 800
 ok "no gated task claimed twice" \
