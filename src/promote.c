@@ -360,8 +360,9 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
 		bool  active_null;
 		Datum limit = SPI_getbinval(tuple, desc, 9, &limit_null);
 		Datum active = SPI_getbinval(tuple, desc, 10, &active_null);
+		bool  asked = active_null;
 
-		if (active_null)
+		if (asked)
 		{
 			Datum value = CStringGetTextDatum(concurrency_key);
 
@@ -373,20 +374,26 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
 		}
 		ks->limit = limit_null ? -1 : DatumGetInt32(limit);
 		ks->active = DatumGetInt64(active);
+		if (asked)
+			SPI_freetuptable(SPI_tuptable);
 	}
 	return ks->limit < 0 || ks->active < ks->limit;
 }
 
 /*
  * Are all of a task's dependencies done?  (A dependency deleted by
- * retention was done.)
+ * retention was done.)  The answer's tuple table is freed at once: a step
+ * may ask this for every one of thousands of rows, and each table is a
+ * memory context of its own until SPI_finish.
  */
 static bool
 promote_deps_done(int64 id)
 {
 	Datum value = Int64GetDatum(id);
+	bool  done = schedq_run(&q_deps, &value, NULL, 1, SPI_OK_SELECT) == 0;
 
-	return schedq_run(&q_deps, &value, NULL, 1, SPI_OK_SELECT) == 0;
+	SPI_freetuptable(SPI_tuptable);
+	return done;
 }
 
 /*
