@@ -175,6 +175,32 @@ SELECT count(*) AS stuck FROM schedq.task t
 				   AND o.status IN ('available', 'running'));
 SELECT value > 0 AS promoted_counted FROM schedq.metrics() WHERE name = 'tasks_promoted';
 
+-- A freed slot that its first waiter cannot take goes to the next waiter.
+-- wl-a waits for the limit; then wl-a0, an earlier version of its lock
+-- key, comes and waits for the limit too.  When the slot frees, wl-a is
+-- first in claim order but no longer first of its key: it is parked on
+-- the key, and the slot goes on to wl-a0 (and then wl-b), not left free
+-- with both parked on the limit and nothing active to free them.
+SELECT schedq.set_concurrency_limit('wl', 1);
+SELECT schedq.submit('wl-x', queue => 'wlx', concurrency_key => 'wl');
+SELECT schedq._promote_once();
+SELECT token AS twx FROM schedq.claim('w', queues => '{wlx}') \gset
+SELECT schedq.submit('wl-a', queue => 'wl', concurrency_key => 'wl', lock_key => 'wk', version => 2);
+SELECT schedq._promote_once();
+SELECT schedq.submit('wl-a0', queue => 'wl', concurrency_key => 'wl', lock_key => 'wk', version => 1);
+SELECT schedq.submit('wl-b', queue => 'wl', concurrency_key => 'wl');
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'wl-%' ORDER BY id;
+SELECT schedq.complete(:'twx');
+SELECT schedq._promote_once();
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'wl-%' ORDER BY id;
+SELECT pg_temp.finish('wl'), schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'wl-%' ORDER BY id;
+SELECT pg_temp.finish('wl'), schedq._promote_once();
+SELECT pg_temp.finish('wl'), schedq._promote_once();
+SELECT kind, status FROM schedq.task WHERE kind LIKE 'wl-%' ORDER BY id;
+
 -- Memory: judging what gate events free keeps nothing per task beyond the
 -- task's row.  4,000 lock keys each free their next version at once, in
 -- one pass; for tasks with dependencies the pass asks whether they are
