@@ -360,8 +360,9 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
 		bool  active_null;
 		Datum limit = SPI_getbinval(tuple, desc, 9, &limit_null);
 		Datum active = SPI_getbinval(tuple, desc, 10, &active_null);
+		bool  asked = active_null;
 
-		if (active_null)
+		if (asked)
 		{
 			Datum value = CStringGetTextDatum(concurrency_key);
 
@@ -373,20 +374,48 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
 		}
 		ks->limit = limit_null ? -1 : DatumGetInt32(limit);
 		ks->active = DatumGetInt64(active);
+		if (asked)
+			SPI_freetuptable(SPI_tuptable);
 	}
 	return ks->limit < 0 || ks->active < ks->limit;
 }
 
 /*
  * Are all of a task's dependencies done?  (A dependency deleted by
- * retention was done.)
+ * retention was done.)  The answer's tuple table is freed at once: a step
+ * may ask this for every one of thousands of rows, and each table is a
+ * memory context of its own until SPI_finish.
  */
 static bool
 promote_deps_done(int64 id)
 {
 	Datum value = Int64GetDatum(id);
+	bool  done = schedq_run(&q_deps, &value, NULL, 1, SPI_OK_SELECT) == 0;
 
-	return schedq_run(&q_deps, &value, NULL, 1, SPI_OK_SELECT) == 0;
+	SPI_freetuptable(SPI_tuptable);
+	return done;
+}
+
+/*
+ * Record a gate event for concurrency key `key` (once per call of
+ * promote_judge: the 'W' entry's `held` says it is recorded), so that the
+ * next pass looks at its waiters again, and ask for that pass at once.
+ */
+static void
+promote_waiters_again(HTAB *keys, const char *key, bool *more)
+{
+	bool	  found;
+	KeyState *w = promote_key(keys, 'W', key, &found);
+	Datum	  values[3] = { 0, 0, 0 };
+
+	if (found && w->held)
+		return;
+	if (!found)
+		w->active = 0;
+	w->held = true;
+	values[1] = CStringGetTextDatum(key);
+	schedq_task_gate_event(values, "n n");
+	*more = true;
 }
 
 /*
@@ -415,6 +444,7 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 	int		  npark = 0;
 	int		  nunpark = 0;
 	int64	  prev = 0;
+	bool	  passed_over = false; /* task `prev` took no slot, nor waits for one */
 	int		  done;
 
 	if (n == 0)
@@ -447,22 +477,33 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 		{
 			KeyState *w = promote_key(keys, 'W', waiter_of, &found);
 
+			if (!found)
+				w->held = false;
 			w->active = found ? w->active + 1 : 1;
 			if (w->active == PROMOTE_BATCH)
-			{
-				Datum values[3] = { 0, CStringGetTextDatum(waiter_of), 0 };
-
-				schedq_task_gate_event(values, "n n");
-				*more = true;
-			}
+				promote_waiters_again(keys, waiter_of, more);
 		}
 		if (i > 0 && id == prev)
+		{
+			if (waiter_of != NULL && passed_over)
+				promote_waiters_again(keys, waiter_of, more);
 			continue;
+		}
 		prev = id;
 
+		/*
+		 * A waiter brought by a free slot that it does not take, and that
+		 * leaves the limit's waiters (parked on its key or its
+		 * dependencies, or unparked until it is due), passes the slot on:
+		 * else the key's other waiters would wait for a gate event that
+		 * nothing active is left to raise.
+		 */
+		passed_over = true;
 		if (run_at > now)
 		{
 			unpark[nunpark++] = Int64GetDatum(id);
+			if (waiter_of != NULL)
+				promote_waiters_again(keys, waiter_of, more);
 			continue;
 		}
 		if (has_deps && !promote_deps_done(id))
@@ -476,8 +517,12 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 		{
 			reasons[npark] = CStringGetTextDatum(reason);
 			park[npark++] = Int64GetDatum(id);
+			passed_over = strcmp(reason, "limit") != 0;
+			if (waiter_of != NULL && passed_over)
+				promote_waiters_again(keys, waiter_of, more);
 			continue;
 		}
+		passed_over = false;
 		if (lock_key != NULL)
 			promote_key(keys, 'L', lock_key, &found)->held = true;
 		if (concurrency_key != NULL)
