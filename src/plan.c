@@ -16,19 +16,10 @@
 
 #include "plan.h"
 
-/*
- * Run a query with its kept plan, preparing it on first use, and check
- * that it returned the expected SPI result code.  Returns the number of
- * rows processed.  Never read-only: every query takes a new snapshot, so
- * it sees what earlier calls in the same statement did (a claim and a
- * complete in one SELECT, say).
- */
-int
-schedq_run(SchedqQuery *query, Datum *values, const char *nulls, long count,
-		   int expected)
+/* The query's kept plan, prepared on first use. */
+static SPIPlanPtr
+plan_kept(SchedqQuery *query)
 {
-	int ret;
-
 	if (query->plan == NULL)
 	{
 		SPIPlanPtr plan = SPI_prepare_cursor(query->sql, query->nargs,
@@ -42,8 +33,34 @@ schedq_run(SchedqQuery *query, Datum *values, const char *nulls, long count,
 			elog(ERROR, "SPI_keepplan failed");
 		query->plan = plan;
 	}
-	ret = SPI_execute_plan(query->plan, values, nulls, false, count);
+	return query->plan;
+}
+
+/*
+ * Run a query with its kept plan, preparing it on first use, and check
+ * that it returned the expected SPI result code.  Returns the number of
+ * rows processed.  Never read-only: every query takes a new snapshot, so
+ * it sees what earlier calls in the same statement did (a claim and a
+ * complete in one SELECT, say).
+ */
+int
+schedq_run(SchedqQuery *query, Datum *values, const char *nulls, long count,
+		   int expected)
+{
+	int ret;
+
+	ret = SPI_execute_plan(plan_kept(query), values, nulls, false, count);
 	if (ret != expected)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));
 	return (int) SPI_processed;
+}
+
+/*
+ * Open a cursor on the query's kept plan, for results too large to hold at
+ * once: fetch them with SPI_cursor_fetch, close with SPI_cursor_close.
+ */
+Portal
+schedq_cursor_open(SchedqQuery *query, Datum *values, const char *nulls)
+{
+	return SPI_cursor_open(NULL, plan_kept(query), values, nulls, false);
 }

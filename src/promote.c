@@ -97,7 +97,8 @@ static SchedqQuery q_events = SCHEDQ_QUERY0(
  * is active; at most a batch per key and pass (`waiter_of` names the key:
  * a key that filled a batch gets another event, so the rest follows next
  * pass).  Parked pending tasks only, locked, in the order the pass judges
- * them; a task that is both comes twice, side by side.  With each, the
+ * them; a task that is both comes twice, side by side, as a waiter first
+ * (the second row is skipped when a batch before changed the task).  With each, the
  * state of its lock key and, when $2 names it, of its concurrency key.
  */
 static SchedqQuery q_freed = SCHEDQ_QUERY(
@@ -127,7 +128,7 @@ static SchedqQuery q_freed = SCHEDQ_QUERY(
 	" FROM freed f JOIN schedq.task t ON t.id = f.id"
 	" LEFT JOIN state s ON s.c = t.concurrency_key"
 	" WHERE t.status = 'pending' AND t.parked"
-	" ORDER BY t.priority DESC, t.run_at, t.id"
+	" ORDER BY t.priority DESC, t.run_at, t.id, f.waiter_of"
 	" FOR UPDATE OF t",
 	TEXTARRAYOID, TEXTARRAYOID);
 static SchedqQuery q_unpark_dependents =
@@ -397,8 +398,8 @@ promote_deps_done(int64 id)
 }
 
 /*
- * Record a gate event for concurrency key `key` (once per call of
- * promote_judge: the 'W' entry's `held` says it is recorded), so that the
+ * Record a gate event for concurrency key `key` (once per step: the 'W'
+ * entry's `held` says it is recorded), so that the
  * next pass looks at its waiters again, and ask for that pass at once.
  */
 static void
@@ -419,23 +420,59 @@ promote_waiters_again(HTAB *keys, const char *key, bool *more)
 }
 
 /*
+ * Judging, for one step: what the step knows about each key (cached, and
+ * what it promotes counts against its keys), and where it is in the rows.
+ */
+typedef struct Judge
+{
+	HTAB	   *keys;		  /* KeyState by kind and key */
+	bool		have_prev;	  /* a row was judged */
+	int64		prev;		  /* the task of the row before */
+	bool		passed_over;  /* task `prev` took no slot, nor waits for one */
+	TimestampTz now;
+	TimestampTz oldest;		  /* earliest run_at promoted */
+	bool	   *more;		  /* another pass should follow at once */
+} Judge;
+
+static void
+judge_begin(Judge *j, TimestampTz now, bool *more)
+{
+	HASHCTL ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(char *);
+	ctl.entrysize = sizeof(KeyState);
+	ctl.hash = key_hash;
+	ctl.match = key_match;
+	ctl.hcxt = CurrentMemoryContext;
+	j->keys = hash_create("schedq promotion keys", 64, &ctl,
+						  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
+							  HASH_CONTEXT);
+	j->have_prev = false;
+	j->prev = 0;
+	j->passed_over = false;
+	j->now = now;
+	j->oldest = DT_NOEND;
+	j->more = more;
+}
+
+/*
  * Judge gated pending tasks, given in the order the pass takes them
- * (priority, run_at, id; a task may come twice, side by side): promote
- * those every gate lets go, park those a gate holds behind that gate,
- * unpark those not yet due (task_pending_idx brings them at their time).
- * Per-key answers are cached for the call, and what it promotes counts
- * against its keys.  Columns: id, lock_key, concurrency_key, whether it
- * has dependencies, run_at, the concurrency key whose free slot brought it
- * (q_freed) or NULL, and its lock key's state (LOCK_STATE_SQL).  Returns
- * how many it promoted.
+ * (priority, run_at, id; a task may come twice, side by side, also across
+ * two calls): promote those every gate lets go, park those a gate holds
+ * behind that gate, unpark those not yet due (task_pending_idx brings them
+ * at their time).  Columns: id, lock_key, concurrency_key, whether it has
+ * dependencies, run_at, the concurrency key whose free slot brought it
+ * (q_freed) or NULL, its lock key's state (LOCK_STATE_SQL), and its
+ * concurrency key's limit and active count or NULLs.  Returns how many it
+ * promoted.
  */
 static int
-promote_judge(SPITupleTable *rows, int n, TimestampTz now,
-			  TimestampTz *oldest, bool *more)
+judge_rows(Judge *j, SPITupleTable *rows, int n)
 {
 	TupleDesc desc = rows->tupdesc;
-	HASHCTL	  ctl;
-	HTAB	 *keys;
+	HTAB	 *keys = j->keys;
+	bool	 *more = j->more;
 	int64	 *promote = palloc(sizeof(int64) * Max(n, 1));
 	Datum	 *park = palloc(sizeof(Datum) * Max(n, 1));
 	Datum	 *reasons = palloc(sizeof(Datum) * Max(n, 1));
@@ -443,20 +480,7 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 	int		  npromote = 0;
 	int		  npark = 0;
 	int		  nunpark = 0;
-	int64	  prev = 0;
-	bool	  passed_over = false; /* task `prev` took no slot, nor waits for one */
 	int		  done;
-
-	if (n == 0)
-		return 0;
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(char *);
-	ctl.entrysize = sizeof(KeyState);
-	ctl.hash = key_hash;
-	ctl.match = key_match;
-	ctl.hcxt = CurrentMemoryContext;
-	keys = hash_create("schedq promotion keys", 64, &ctl,
-					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -483,13 +507,14 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 			if (w->active == PROMOTE_BATCH)
 				promote_waiters_again(keys, waiter_of, more);
 		}
-		if (i > 0 && id == prev)
+		if (j->have_prev && id == j->prev)
 		{
-			if (waiter_of != NULL && passed_over)
+			if (waiter_of != NULL && j->passed_over)
 				promote_waiters_again(keys, waiter_of, more);
 			continue;
 		}
-		prev = id;
+		j->have_prev = true;
+		j->prev = id;
 
 		/*
 		 * A waiter brought by a free slot that it does not take, and that
@@ -498,8 +523,8 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 		 * else the key's other waiters would wait for a gate event that
 		 * nothing active is left to raise.
 		 */
-		passed_over = true;
-		if (run_at > now)
+		j->passed_over = true;
+		if (run_at > j->now)
 		{
 			unpark[nunpark++] = Int64GetDatum(id);
 			if (waiter_of != NULL)
@@ -508,7 +533,8 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 		}
 		if (has_deps && !promote_deps_done(id))
 			reason = "deps";
-		else if (lock_key != NULL && !promote_lock_gate(keys, lock_key, id, tuple, desc))
+		else if (lock_key != NULL &&
+				 !promote_lock_gate(keys, lock_key, id, tuple, desc))
 			reason = "lock";
 		else if (concurrency_key != NULL &&
 				 !promote_concurrency_gate(keys, concurrency_key, tuple, desc))
@@ -517,23 +543,23 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 		{
 			reasons[npark] = CStringGetTextDatum(reason);
 			park[npark++] = Int64GetDatum(id);
-			passed_over = strcmp(reason, "limit") != 0;
-			if (waiter_of != NULL && passed_over)
+			j->passed_over = strcmp(reason, "limit") != 0;
+			if (waiter_of != NULL && j->passed_over)
 				promote_waiters_again(keys, waiter_of, more);
 			continue;
 		}
-		passed_over = false;
+		j->passed_over = false;
 		if (lock_key != NULL)
 			promote_key(keys, 'L', lock_key, &found)->held = true;
 		if (concurrency_key != NULL)
 			promote_key(keys, 'C', concurrency_key, &found)->active++;
 		promote[npromote++] = id;
-		if (run_at < *oldest)
-			*oldest = run_at;
+		if (run_at < j->oldest)
+			j->oldest = run_at;
 	}
 
 	done = schedq_isolate("promotion", promote, npromote, promote_apply,
-						  promote_set_aside, oldest);
+						  promote_set_aside, &j->oldest);
 	if (npark > 0)
 	{
 		Datum args[2];
@@ -552,20 +578,24 @@ promote_judge(SPITupleTable *rows, int n, TimestampTz now,
 
 		schedq_run(&q_unpark, &array, NULL, 0, SPI_OK_UPDATE);
 	}
-	hash_destroy(keys);
+	pfree(promote);
+	pfree(park);
+	pfree(reasons);
+	pfree(unpark);
 	return done;
 }
 
-/* Count what a step promoted, and how late the oldest of it was. */
+/* End a step's judging: count what it promoted, and how late the oldest was. */
 static void
-promote_counted(int promoted, TimestampTz now, TimestampTz oldest)
+judge_end(Judge *j, int promoted)
 {
 	if (promoted > 0)
 	{
 		schedq_count(METRIC_TASKS_PROMOTED, promoted);
 		schedq_metric_set(METRIC_SCHEDULER_LAG_MS,
-						  (uint64) Max(0, (now - oldest) / 1000));
+						  (uint64) Max(0, (j->now - j->oldest) / 1000));
 	}
+	hash_destroy(j->keys);
 }
 
 /*
@@ -589,7 +619,6 @@ schedq_promote_pass(TimestampTz now, bool *more)
 int
 schedq_promote_events(TimestampTz now, bool *more)
 {
-	TimestampTz	   oldest = DT_NOEND;
 	SPITupleTable *events;
 	Datum		   keys[2];
 	char		   nulls[2];
@@ -612,11 +641,25 @@ schedq_promote_events(TimestampTz now, bool *more)
 	}
 	if (nulls[0] == ' ' || nulls[1] == ' ')
 	{
-		int n = schedq_run(&q_freed, keys, nulls, 0, SPI_OK_SELECT);
+		/*
+		 * What the events free, a batch at a time: events that waited
+		 * (the scheduler was off, say) may free any number of tasks.
+		 */
+		Portal portal = schedq_cursor_open(&q_freed, keys, nulls);
+		Judge  j;
 
-		promoted = promote_judge(SPI_tuptable, n, now, &oldest, more);
+		judge_begin(&j, now, more);
+		for (;;)
+		{
+			SPI_cursor_fetch(portal, true, PROMOTE_BATCH);
+			if (SPI_processed == 0)
+				break;
+			promoted += judge_rows(&j, SPI_tuptable, (int) SPI_processed);
+			SPI_freetuptable(SPI_tuptable);
+		}
+		SPI_cursor_close(portal);
+		judge_end(&j, promoted);
 	}
-	promote_counted(promoted, now, oldest);
 	return promoted;
 }
 
@@ -627,14 +670,15 @@ schedq_promote_events(TimestampTz now, bool *more)
 int
 schedq_promote_due(TimestampTz now, bool *more)
 {
-	Datum		value = TimestampTzGetDatum(now);
-	TimestampTz oldest = DT_NOEND;
-	int			promoted;
-	int			n;
-	bool		full;
+	Datum	value = TimestampTzGetDatum(now);
+	Judge	j;
+	int		promoted;
+	int		n;
+	bool	full;
 
 	promote_lock();
-	promoted = promote_plain(now, &oldest, &full);
+	judge_begin(&j, now, more);
+	promoted = promote_plain(now, &j.oldest, &full);
 	if (full)
 		*more = true;
 
@@ -642,9 +686,10 @@ schedq_promote_due(TimestampTz now, bool *more)
 	n = schedq_run(&q_gated, &value, NULL, 0, SPI_OK_SELECT);
 	if (n == PROMOTE_BATCH)
 		*more = true;
-	promoted += promote_judge(SPI_tuptable, n, now, &oldest, more);
+	if (n > 0)
+		promoted += judge_rows(&j, SPI_tuptable, n);
 
-	promote_counted(promoted, now, oldest);
+	judge_end(&j, promoted);
 	return promoted;
 }
 
