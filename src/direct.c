@@ -5,8 +5,8 @@
  *
  * These are the busiest writes of schedq, and each is one row.  Through
  * the executor, most of their cost was not the row but the statement:
- * executor start-up, opening and locking every index of the
- * table, building their IndexInfo and preparing ten partial-index
+ * executor start-up, opening and locking every index of the table,
+ * building their IndexInfo and preparing ten partial-index
  * predicates, all again for every statement.  Here the table's indexes
  * are described once per backend (their IndexInfo with predicate and
  * expressions prepared, in a cache the relcache invalidates), and a write
@@ -25,8 +25,8 @@
  * Left to the statements: an update the AFTER trigger task_status_event
  * must see (a task with dependents or a run; for one that only holds
  * lock_key or concurrency_key, complete records the trigger's gate event
- * itself), an insert with a dedup_key (ON CONFLICT), and everything on a table
- * whose shape is not the one described here (another trigger, a rule, a
+ * itself), an insert with a dedup_key (ON CONFLICT), and everything on a
+ * table whose shape is not the one described here (another trigger, a rule, a
  * CHECK constraint, a column this library does not know, a deferrable or
  * exclusion index):
  * then the direct path declines and the caller runs its statement.
