@@ -6,7 +6,7 @@
  * These are the busiest writes of schedq, and each is one row.  Through
  * the executor, most of their cost was not the row but the statement:
  * executor start-up, opening and locking every index of the table,
- * building their IndexInfo and preparing ten partial-index
+ * building their IndexInfo and preparing their partial-index
  * predicates, all again for every statement.  Here the table's indexes
  * are described once per backend (their IndexInfo with predicate and
  * expressions prepared, in a cache the relcache invalidates), and a write
