@@ -205,38 +205,6 @@ direct_columns_known(TupleDesc desc)
 }
 
 /*
- * Is the table one of Citus's (pg_dist_partition has it)?  Then its rows
- * are in shards, and only Citus's planner, through the statements, knows
- * where: the table itself is an empty shell.
- */
-static bool
-direct_is_citus_table(Oid relid)
-{
-	Oid			dist = get_relname_relid("pg_dist_partition",
-										 PG_CATALOG_NAMESPACE);
-	Relation	prel;
-	AttrNumber	att;
-	ScanKeyData key;
-	SysScanDesc scan;
-	bool		found = true; /* a pg_dist_partition of another shape */
-
-	if (!OidIsValid(dist))
-		return false;
-	prel = table_open(dist, AccessShareLock);
-	att = direct_attnum(RelationGetDescr(prel), "logicalrelid", InvalidOid);
-	if (att != InvalidAttrNumber)
-	{
-		ScanKeyInit(&key, att, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relid));
-		scan = systable_beginscan(prel, InvalidOid, false, NULL, 1, &key);
-		found = HeapTupleIsValid(systable_getnext(scan));
-		systable_endscan(scan);
-	}
-	table_close(prel, AccessShareLock);
-	return found;
-}
-
-/*
  * Describe the table and its indexes into the cache.  The table is open
  * and locked.
  */
@@ -271,7 +239,7 @@ direct_build(Relation rel)
 			if (strcmp(rel->trigdesc->triggers[t].tgname,
 					   "task_status_event") != 0)
 				return;
-	if (direct_is_citus_table(cache.relid))
+	if (schedq_task_citus_table(cache.relid))
 		return;
 	/* a CHECK constraint (a DBA's: schedq has none) is the executor's */
 	if (desc->constr != NULL && desc->constr->num_check > 0)

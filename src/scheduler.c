@@ -74,6 +74,7 @@
 #include "scheduler.h"
 #include "settings.h"
 #include "shmem.h"
+#include "task.h"
 #include "version.h"
 #include "worker.h"
 
@@ -115,6 +116,7 @@ static TimestampTz scheduler_next_reap = 0;
 static bool		   scheduler_unpark_needed = true;
 static int		   scheduler_backoff_ms = 0;		  /* of failed iterations */
 static bool		   scheduler_executors_short = false; /* said so already */
+static bool		   scheduler_said_distributed = false; /* said so already */
 
 static const char *const scheduler_state_names[] = {
 	[SCHEDULER_NONE] = "stopped",	 [SCHEDULER_STARTING] = "starting",
@@ -208,7 +210,30 @@ scheduler_backoff(int last_ms)
 static void
 step_unpark(SchedulerTick *tick)
 {
-	schedq_unpark_all();
+	if (!schedq_task_distributed())
+		schedq_unpark_all();
+}
+
+/*
+ * Is schedq.task distributed by Citus here?  Then the passes, written for
+ * one table, would fail on every statement (and the periodic pass would
+ * set every schedule aside): the scheduler stands aside, as if
+ * schedq.enabled were off, and says why once.
+ */
+static bool
+scheduler_distributed(void)
+{
+	if (!schedq_task_distributed())
+		return false;
+	if (!scheduler_said_distributed)
+		ereport(LOG,
+				errmsg("schedq scheduler: schedq.task is distributed by Citus; "
+					   "the scheduler's passes stay off in database \"%s\"",
+					   scheduler_dbname),
+				errhint("docs/scale-out.md: on Citus each node's passes "
+						"would have to run on its own shards."));
+	scheduler_said_distributed = true;
+	return true;
 }
 
 static void
@@ -330,6 +355,12 @@ scheduler_iterate(SchedulerTick *tick)
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		scheduler_not_installed();
 	scheduler_check_version();
+	if (scheduler_distributed())
+	{
+		schedq_tick_commit();
+		scheduler_set_state(SCHEDULER_DISABLED);
+		return;
+	}
 	if (scheduler_unpark_needed)
 		unparked = scheduler_try(&pass_unpark, tick);
 	(void) scheduler_try(&pass_periodic, tick);

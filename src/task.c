@@ -13,12 +13,20 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/numeric.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "check.h"
@@ -422,4 +430,49 @@ schedq_task_gate_event(Datum *values, const char *nulls)
 {
 	schedq_run(&q_gate_event, values, nulls, 0, SPI_OK_INSERT);
 	schedq_wake_scheduler_at_commit();
+}
+
+/*
+ * Is the table one of Citus's (pg_dist_partition has it)?  Then its rows
+ * are in shards that only Citus's planner finds: the table itself is an
+ * empty shell.  False, without a lookup, where Citus is not installed.
+ */
+bool
+schedq_task_citus_table(Oid relid)
+{
+	Oid			dist = get_relname_relid("pg_dist_partition",
+										 PG_CATALOG_NAMESPACE);
+	AttrNumber	att;
+	Relation	prel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	if (!OidIsValid(dist))
+		return false;
+	att = get_attnum(dist, "logicalrelid");
+	if (att == InvalidAttrNumber)
+		return true; /* a pg_dist_partition of another shape */
+	prel = table_open(dist, AccessShareLock);
+	ScanKeyInit(&key, att, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(prel, InvalidOid, false, NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(prel, AccessShareLock);
+	return found;
+}
+
+/* Is schedq.task distributed by Citus in this database? */
+bool
+schedq_task_distributed(void)
+{
+	Oid nsp;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_partition",
+									  PG_CATALOG_NAMESPACE)))
+		return false;
+	nsp = get_namespace_oid("schedq", true);
+	return OidIsValid(nsp) &&
+		   schedq_task_citus_table(get_relname_relid("task", nsp));
 }

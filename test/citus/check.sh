@@ -13,9 +13,10 @@
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
 #	    then prints the known limits (schedq's calls Citus refuses today);
-#	    4. the design's per-node passes (passes.sql, schedq's own scheduler
-#	       off): the reaper of each worker takes back the tasks the restart
-#	       left running, once; 800 gated tasks (lock keys with versions, a
+#	    4. schedq's own scheduler stands aside on every node (due schedules
+#	       stay enabled); the design's per-node passes (passes.sql): the
+#	       reaper of each worker takes back the tasks the restart left
+#	       running, once; 800 gated tasks (lock keys with versions, a
 #	       concurrency limit) promoted by two passes at once on every node
 #	       and drained by 16 clients: each done once, lock order and limit
 #	       held; periodic ticks from four sessions at once: each due time
@@ -184,15 +185,29 @@ echo "#   known limit: scheduler passes failed on the nodes so far:" \
 	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed: could not create distributed plan')"
 
 # 4. The design's per-node passes (passes.sql, a PL/pgSQL prototype of
-# what schedq's scheduler would run on Citus).  schedq's own scheduler is
-# switched off on every node first: on Citus its passes fail, and its
-# periodic pass would set every schedule aside.
+# what schedq's scheduler would run on Citus).  schedq's own scheduler
+# stands aside by itself on a distributed schedq.task (its passes would
+# fail, and its periodic pass would set every schedule aside): on every
+# node it says so in the log and reports state 'disabled'.
 for node in $CITUS_NODES; do
-	cpsql "$node" -c "ALTER SYSTEM SET schedq.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
 	cpsql "$node" -f "$HERE/passes.sql" >>"$WORK/passes.log" 2>&1
 done
 ok "the per-node passes are created on every node (passes.sql)" \
 	"$(grep -c ERROR "$WORK/passes.log")" 0
+aside=0
+start=$SECONDS
+while [ $((SECONDS - start)) -lt 60 ]; do
+	aside=0
+	for node in $CITUS_NODES; do
+		grep -q "schedq.task is distributed by Citus; the scheduler's passes stay off in database \"schedq\"" \
+			"$CITUS_DIR/$node.log" &&
+			[ "$(q "$node" "SELECT state FROM schedq.scheduler_status() WHERE datname = 'schedq'")" = disabled ] &&
+			aside=$((aside + 1))
+	done
+	[ "$aside" = 3 ] && break
+	sleep 0.5
+done
+ok "schedq's scheduler stands aside on every node (logged; state disabled)" "$aside" 3
 
 # 4a. The reaper: each worker's pass over its own shards takes back the
 # tasks whose complete the restart cut off, once: two passes at once on
@@ -261,6 +276,23 @@ ok "at most 3 tasks of (queue, c1) were available or running at once, and 3 were
 q coord "INSERT INTO schedq.periodic (name, schedule, kind, queue, owner, next_run)
 	SELECT 'p' || i, '* * * * *', 'tick', 'q' || i, 'postgres', now() - interval '1 second'
 	  FROM generate_series(1, 3) i" >/dev/null
+# every node's scheduler iterates once more after the schedules are due: it
+# leaves them alone (before it stood aside, it set every one aside)
+since=$(q coord "SELECT clock_timestamp()")
+start=$SECONDS
+ticked=0
+while [ $((SECONDS - start)) -lt 30 ]; do
+	ticked=0
+	for node in $CITUS_NODES; do
+		[ "$(q "$node" "SELECT last_tick > '$since' FROM schedq.scheduler_status() WHERE datname = 'schedq'")" = t ] &&
+			ticked=$((ticked + 1))
+	done
+	[ "$ticked" = 3 ] && break
+	sleep 0.2
+done
+ok "every node's scheduler ran an iteration with the schedules due" "$ticked" 3
+ok "schedq's scheduler left the due schedules alone (enabled, no error)" \
+	"$(q coord "SELECT count(*) FROM schedq.periodic WHERE enabled AND last_error IS NULL AND fired = 0")" 3
 for s in 1 2 3 4; do
 	cpsql coord -At -c "SELECT sum(schedq_citus.tick(now() + k * interval '1 minute'))
 	                      FROM generate_series(0, 5) k" >"$WORK/tick-$s.out" 2>&1 &
