@@ -98,8 +98,9 @@ static SchedqQuery q_events = SCHEDQ_QUERY0(
  * a key that filled a batch gets another event, so the rest follows next
  * pass).  Parked pending tasks only, locked, in the order the pass judges
  * them; a task that is both comes twice, side by side, as a waiter first
- * (the second row is skipped when a batch before changed the task).  With each, the
- * state of its lock key and, when $2 names it, of its concurrency key.
+ * (the second row is skipped when a batch before changed the task).  With
+ * each, the state of its lock key and, when $2 names it, of its
+ * concurrency key.
  */
 static SchedqQuery q_freed = SCHEDQ_QUERY(
 	"WITH state AS MATERIALIZED ("
