@@ -4,6 +4,9 @@
 #   make install    install into the server found by PG_CONFIG (and schedqctl
 #                   into its bindir)
 #   make check      build, install, run every suite on throwaway servers
+#   make check-matrix   what CI runs: the suites on PostgreSQL 15, 17 and 18
+#                   (servers built or fetched once, cached), then format,
+#                   clang-tidy and fuzz checks
 #   make demo       walk through schedq on a throwaway server
 #   make bench      run the benchmarks in test/bench
 #   make bench-examples   tasks per second through the example workers
@@ -109,6 +112,14 @@ check:
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
 
+# What CI runs: every suite on every server of the version matrix
+# (test/pg-server.sh builds or fetches the servers, cached outside the
+# tree), then the formatting, clang-tidy and fuzzing checks; one summary
+# line.  MATRIX and HABITS choose (see test/matrix.sh).
+.PHONY: check-matrix
+check-matrix:
+	bash test/matrix.sh
+
 # Optional: schedq distributed on a local three-node Citus cluster
 # (test/citus/check.sh).  Builds and installs nothing: Citus and schedq must
 # already be installed in PG_CONFIG's server; skips when Citus is not.
@@ -142,6 +153,18 @@ format:
 
 format-check:
 	clang-format --dry-run --Werror src/*.c src/*.h schedqctl/*.c schedqctl/*.h
+
+# make analyze: clang-tidy (the Clang static analyzer and bugprone checks,
+# .clang-tidy says which and why not the others) over every C file, against
+# PG_CONFIG's headers; non-zero on any finding.
+TIDY_JOBS ?= 2
+.PHONY: analyze
+analyze:
+	@ls src/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
+		-D_GNU_SOURCE -Isrc -I$(shell $(PG_CONFIG) --includedir-server)
+	@ls schedqctl/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
+		-D_GNU_SOURCE -DFRONTEND -Ischedqctl -I$(shell $(PG_CONFIG) --includedir) \
+		-I$(shell $(PG_CONFIG) --includedir-server)
 
 # make fuzz: build test/fuzz/fuzz_cron (src/cron.c with backend stand-ins)
 # with clang's libFuzzer, ASan and UBSan and fuzz it for FUZZ_SECONDS

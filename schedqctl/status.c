@@ -94,7 +94,8 @@ append_cell(CtlBuf *out, const char *s, int width, bool right)
 			cols++;
 		}
 		memcpy(cell, s, i);
-		strcpy(cell + i, "~");
+		cell[i] = '~';
+		cell[i + 1] = '\0';
 		s = cell;
 		w = cols + 1;
 	}

@@ -9,11 +9,11 @@
  * table owner.  Roles therefore need EXECUTE on the functions and nothing
  * on the tables; which tasks a caller may touch is decided in the queries
  * from the recorded caller.  Inside the bracket the search path is
- * pg_catalog alone (PushOverrideSearchPath, the mechanism CREATE EXTENSION
- * scripts run under), so no caller's search_path ever resolves a name or
- * an operator in these queries, and the plan cache sees the same path on
- * every call.  It costs far less than a SET clause on every function, and
- * transaction or subtransaction abort pops it.
+ * pg_catalog (and pg_temp, last; schedq_search_path_push in compat.h, the
+ * mechanism CREATE EXTENSION scripts run under), so no caller's
+ * search_path ever resolves a name or an operator in these queries, and
+ * the plan cache sees the same path on every call.  Transaction or
+ * subtransaction abort pops it.
  *
  * For the same reason JIT is turned off by a planner hook rather than by
  * "SET jit = off" on each function: a plan made inside the bracket is
@@ -36,13 +36,9 @@
 #include "utils/syscache.h"
 
 #include "call.h"
+#include "compat.h"
 #include "shmem.h"
 #include "xact.h"
-
-/* pg_catalog alone: what every query of schedq is parsed with. */
-static OverrideSearchPath call_search_path = { .schemas = NIL,
-											   .addCatalog = true,
-											   .addTemp = false };
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -126,7 +122,7 @@ schedq_call_begin(SchedqCall *call)
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
 	SetUserIdAndSecContext(owner, call->save_sec_context |
 									  SECURITY_LOCAL_USERID_CHANGE);
-	PushOverrideSearchPath(&call_search_path);
+	call->save_search_path = schedq_search_path_push();
 	schedq_xact_join(&call_effect);
 	call_depth++;
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -141,7 +137,7 @@ schedq_call_end(SchedqCall *call)
 {
 	SPI_finish();
 	call_depth--;
-	PopOverrideSearchPath();
+	schedq_search_path_pop(call->save_search_path);
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
 }
 

@@ -17,6 +17,7 @@ typedef struct SchedqCall
 	bool admin;	 /* caller may act on every task */
 	Oid	 save_userid;
 	int	 save_sec_context;
+	int	 save_search_path; /* what schedq_search_path_push returned */
 } SchedqCall;
 
 extern void schedq_call_init(void);

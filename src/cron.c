@@ -34,6 +34,7 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "cron.h"
 
 /* Seconds from 1970-01-01 to 2000-01-01. */
@@ -52,8 +53,8 @@ static const char *const wday_long_names[] = { "sunday",   "monday",
 											   "thursday", "friday",
 											   "saturday", NULL };
 
-static void
-pg_attribute_noreturn() cron_error(const char *text, const char *detail)
+pg_noreturn static void
+cron_error(const char *text, const char *detail)
 {
 	ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			errmsg("invalid schedule \"%s\"", text), errdetail("%s", detail));
@@ -644,10 +645,15 @@ cron_days_in_month(int year, int month)
 static bool
 cron_day_ok(const SchedqSchedule *s, int year, int month, int day)
 {
-	bool mday = (s->mdays & (((uint32) 1) << day)) != 0;
-	int	 wd = (date2j(year, month, day) + 1) % 7; /* 0 = Sunday */
-	bool wday = (s->wdays & (((uint32) 1) << wd)) != 0;
+	bool mday;
+	int	 wd;
+	bool wday;
 
+	if (day < 1 || day > 31)
+		return false;
+	mday = (s->mdays & (((uint32) 1) << day)) != 0;
+	wd = (date2j(year, month, day) + 1) % 7; /* 0 = Sunday */
+	wday = (s->wdays & (((uint32) 1) << wd)) != 0;
 	if (s->day_or)
 		return mday || wday;
 	return mday && wday;

@@ -65,6 +65,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "direct.h"
 #include "task.h"
 
@@ -256,8 +257,8 @@ direct_build(Relation rel)
 			return;
 	if (!direct_columns_known(desc))
 		return;
-	cache.sequence = getIdentitySequence(cache.relid, cache.col[COL_ID], true);
-	cache.pkey = RelationGetPrimaryKeyIndex(rel);
+	cache.sequence = schedq_identity_sequence(rel, cache.col[COL_ID]);
+	cache.pkey = schedq_primary_key_index(rel);
 	if (!OidIsValid(cache.sequence) || !OidIsValid(cache.pkey))
 		return;
 
@@ -379,11 +380,12 @@ direct_end(DirectWrite *dw)
  * into every index whose predicate it satisfies, as ExecInsertIndexTuples
  * does.  changed: the columns an update changed, as pull_varattnos
  * numbers them (NULL for an insert), for the index AM's hint that an
- * update left an index's key as it was.
+ * update left an index's key as it was.  which: the indexes heap_update
+ * said need entries (all, for an insert).
  */
 static void
 direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
-					const Bitmapset *changed)
+					const Bitmapset *changed, SchedqIndexUpdate which)
 {
 	ExprContext *econtext = GetPerTupleExprContext(dw->estate);
 
@@ -396,7 +398,9 @@ direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
 		bool		 isnull[INDEX_MAX_KEYS];
 		Relation	 irel;
 
-		if (!info->ii_ReadyForInserts)
+		if (!info->ii_ReadyForInserts ||
+			(which == SCHEDQ_INDEXES_SUMMARIZING &&
+			 !schedq_index_summarizing(info)))
 			continue;
 		if (info->ii_PredicateState != NULL &&
 			!ExecQual(info->ii_PredicateState, econtext))
@@ -603,9 +607,10 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 		HeapTuple  new = heap_modify_tuple_by_cols(old, desc, 3, cols, values,
 												   nulls);
 		Bitmapset *changed = NULL;
+		SchedqIndexUpdate which;
 
-		simple_heap_update(dw.rel, &old->t_self, new);
-		if (!HeapTupleIsHeapOnly(new))
+		which = schedq_heap_update(dw.rel, &old->t_self, new);
+		if (which != SCHEDQ_INDEXES_NONE)
 		{
 			TupleTableSlot *newslot =
 				MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
@@ -614,7 +619,7 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 				changed = bms_add_member(
 					changed, cols[c] - FirstLowInvalidHeapAttributeNumber);
 			ExecStoreHeapTuple(new, newslot, false);
-			direct_index_insert(&dw, newslot, changed);
+			direct_index_insert(&dw, newslot, changed, which);
 			ExecDropSingleTupleTableSlot(newslot);
 		}
 		direct_gate_event(old, desc);
@@ -697,7 +702,7 @@ schedq_direct_insert(const SchedqTaskOptions *const *opts,
 		else
 			table_multi_insert(dw.rel, slots, k, cid, 0, NULL);
 		for (int i = 0; i < k; i++)
-			direct_index_insert(&dw, slots[i], NULL);
+			direct_index_insert(&dw, slots[i], NULL, SCHEDQ_INDEXES_ALL);
 	}
 	for (int i = 1; i < Min(n, DIRECT_INSERT_CHUNK); i++)
 		ExecDropSingleTupleTableSlot(slots[i]);
@@ -869,6 +874,7 @@ direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
 	HeapTuple	new;
 	Bitmapset  *changed = NULL;
 	TupleTableSlot *newslot;
+	SchedqIndexUpdate which;
 
 	/* least(now + lease, now + timeout) */
 	if (!timeout_null &&
@@ -885,15 +891,15 @@ direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
 
 	old = ExecFetchSlotHeapTuple(slot, false, &should_free);
 	new = heap_modify_tuple_by_cols(old, desc, TAKE_COLS, cols, values, nulls);
-	simple_heap_update(dw->rel, &old->t_self, new);
+	which = schedq_heap_update(dw->rel, &old->t_self, new);
 	newslot = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(new, newslot, false);
-	if (!HeapTupleIsHeapOnly(new))
+	if (which != SCHEDQ_INDEXES_NONE)
 	{
 		for (int i = 0; i < TAKE_COLS; i++)
 			changed = bms_add_member(
 				changed, cols[i] - FirstLowInvalidHeapAttributeNumber);
-		direct_index_insert(dw, newslot, changed);
+		direct_index_insert(dw, newslot, changed, which);
 	}
 
 	/* id, attempt, queue, kind, payload, priority, run_id, lease, run_at */
@@ -1000,12 +1006,16 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 	ScanKeyEntryInitialize(&floor[2], SK_ROW_MEMBER | SK_ROW_END, nkeys + 3,
 						   BTGreaterEqualStrategyNumber, INT8OID, InvalidOid,
 						   F_BTINT8CMP, Int64GetDatum(c->floor_id));
-	ScanKeyEntryInitialize(&keys[nkeys++], SK_ROW_HEADER, floor[0].sk_attno,
-						   BTGreaterEqualStrategyNumber, InvalidOid, InvalidOid,
-						   InvalidOid, PointerGetDatum(floor));
+	/* a row header has no function: as ExecIndexBuildScanKeys builds one */
+	MemSet(&keys[nkeys], 0, sizeof(ScanKeyData));
+	keys[nkeys].sk_flags = SK_ROW_HEADER;
+	keys[nkeys].sk_attno = floor[0].sk_attno;
+	keys[nkeys].sk_strategy = BTGreaterEqualStrategyNumber;
+	keys[nkeys].sk_argument = PointerGetDatum(floor);
+	nkeys++;
 
 	lockslot = table_slot_create(dw.rel, NULL);
-	scan = index_beginscan(dw.rel, irel, dw.snapshot, nkeys, 0);
+	scan = schedq_index_beginscan(dw.rel, irel, dw.snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	while (taken < c->n &&
 		   index_getnext_slot(scan, ForwardScanDirection, dw.slot))

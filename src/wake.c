@@ -49,13 +49,13 @@
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "storage/backendid.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "metrics.h"
 #include "shmem.h"
 #include "wake.h"
@@ -78,7 +78,7 @@ typedef struct SchedqWaiter
 	uint64		   needs; /* Bloom bits a task must require (executors: sql) */
 } SchedqWaiter;
 
-/* In shared memory; waiters[] under the schedq LWLock, by MyBackendId - 1. */
+/* In shared memory; waiters[] under the schedq LWLock, by SCHEDQ_MY_PROC_INDEX. */
 typedef struct SchedqWaiters
 {
 	pg_atomic_uint32 nwaiters;
@@ -328,8 +328,11 @@ void
 schedq_waiter_register(ArrayType *queues, ArrayType *caps,
 					   bool only_needing_caps)
 {
-	SchedqWaiter *w = &wake_shared->waiters[MyBackendId - 1];
+	SchedqWaiter *w = &wake_shared->waiters[SCHEDQ_MY_PROC_INDEX];
 	static bool	  exit_callback = false;
+
+	Assert(SCHEDQ_MY_PROC_INDEX >= 0 &&
+		   SCHEDQ_MY_PROC_INDEX < wake_shared->max_waiters);
 
 	if (!exit_callback)
 	{
@@ -389,7 +392,7 @@ schedq_waiter_pass_on(void)
 	if (!waiter_registered || !waiter_woken)
 		return;
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
-	(void) wake_one(&waiter_wake, MyBackendId);
+	(void) wake_one(&waiter_wake, SCHEDQ_MY_PROC_INDEX + 1);
 	LWLockRelease(schedq_shared->lock);
 	waiter_woken = false;
 }
@@ -406,12 +409,12 @@ schedq_waiter_unregister(void)
 
 	if (!waiter_registered)
 		return;
-	w = &wake_shared->waiters[MyBackendId - 1];
+	w = &wake_shared->waiters[SCHEDQ_MY_PROC_INDEX];
 	LWLockAcquire(schedq_shared->lock, LW_EXCLUSIVE);
 	w->dboid = InvalidOid;
 	w->latch = NULL;
 	if (w->woken && w->for_task)
-		(void) wake_one(&w->wake, MyBackendId);
+		(void) wake_one(&w->wake, SCHEDQ_MY_PROC_INDEX + 1);
 	w->woken = false;
 	pg_atomic_fetch_sub_u32(&wake_shared->nwaiters, 1);
 	waiter_registered = false;

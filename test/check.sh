@@ -50,7 +50,9 @@
 #
 # Every suite runs with a clean environment: PATH (server bindir first),
 # HOME (an empty directory), LANG=C.UTF-8, TZ=UTC, nothing else from the
-# caller.  TAP tests also get TESTDIR (logs in $TESTDIR/tmp_check/log),
+# caller.  TAP tests also get TESTDIR, TESTDATADIR and TESTLOGDIR (logs in
+# $TESTDIR/tmp_check/log: PostgreSQL 15 derives them from TESTDIR, 18 reads
+# the other two),
 # PG_REGRESS, PERL5LIB (PostgreSQL::Test::* and test/t), SCHEDQ_TEST_CONF
 # (the path of test/schedq.conf), SCHEDQ_SRCDIR (the copied tree) and
 # SCHEDQ_REPO (the source tree itself, for the tests that package it from
@@ -451,6 +453,8 @@ run_tap_suite()
 	# What every TAP test gets in its environment (see the header).
 	local tap_env=(
 		TESTDIR="$WORK/tap"
+		TESTDATADIR="$WORK/tap/tmp_check"
+		TESTLOGDIR="$WORK/tap/tmp_check/log"
 		PG_REGRESS="$PG_REGRESS"
 		PERL5LIB="$PG_PERL_DIR:$WORK/test/t${PERL5LIB:+:$PERL5LIB}"
 		SCHEDQ_TEST_CONF="$WORK/test/schedq.conf"

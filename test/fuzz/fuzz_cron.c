@@ -44,6 +44,7 @@
 #include "utils/datetime.h"
 #include "utils/errcodes.h"
 
+#include "compat.h"
 #include "cron.h"
 #include "shim.h"
 
@@ -52,7 +53,7 @@
 #undef snprintf
 #undef vsnprintf
 
-#define MAX_INPUT 256			/* longest schedule looked at */
+#define FUZZ_MAX_INPUT 256			/* longest schedule looked at */
 #define CHAIN 4					/* successive runs from each `after` */
 #define BRUTE_FORCE_SECS (2 * 3600)	/* brute-force spans up to this long */
 #define MAX_ZONES 16
@@ -72,7 +73,7 @@ static pg_tz *utc;
 /* The input being run, for failure reports. */
 static const char *current_input;
 
-static void pg_attribute_noreturn()
+pg_noreturn static void
 pg_attribute_printf(1, 2)
 fail(const char *fmt,...)
 {
@@ -599,8 +600,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				s2;
 	uint64		h;
 
-	if (size > MAX_INPUT)
-		size = MAX_INPUT;
+	if (size > FUZZ_MAX_INPUT)
+		size = FUZZ_MAX_INPUT;
 	/* exactly size + 1 bytes, so that ASan sees a read past the end */
 	text = malloc(size + 1);
 	saved = malloc(size + 1);

@@ -37,7 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "schedq.h"
+#include "compat.h"
 #include "shim.h"
 
 /* Use the C library's printf family: ASan checks its writes. */
@@ -412,7 +412,7 @@ static const struct
 	{"y", IU_YEAR},
 };
 
-static void pg_attribute_noreturn()
+pg_noreturn static void
 interval_syntax_error(const char *str)
 {
 	ereport(ERROR,
@@ -420,7 +420,7 @@ interval_syntax_error(const char *str)
 			errmsg("invalid input syntax for type %s: \"%s\"", "interval", str));
 }
 
-static void pg_attribute_noreturn()
+pg_noreturn static void
 interval_range_error(const char *str)
 {
 	ereport(ERROR,

@@ -98,7 +98,7 @@ refused('maker', 'spare', 'CREATE DATABASE copy TEMPLATE target',
 refused('maker', 'spare', 'ALTER DATABASE target RENAME TO renamed',
 	qr/must be owner of database target/, '(b) ALTER DATABASE ... RENAME TO');
 refused('maker', 'spare', 'CREATE DATABASE copy TEMPLATE target OWNER nobody',
-	qr/must be member of role "nobody"|permission denied/,
+	qr/must be member of role "nobody"|must be able to SET ROLE "nobody"|permission denied/,
 	'(b) CREATE DATABASE ... OWNER a role it cannot become');
 
 #

@@ -373,7 +373,7 @@ sub top_used
 {
 	my $off = -s $node->logfile;
 	$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($pid_f)");
-	my $re = qr/\[$pid_f\] LOG:  level: 0; TopMemoryContext: \d+ total in \d+ blocks; \d+ free \(\d+ chunks\); (\d+) used/;
+	my $re = qr/\[$pid_f\] LOG:  level: [01]; TopMemoryContext: \d+ total in \d+ blocks; \d+ free \(\d+ chunks\); (\d+) used/;
 	my $deadline = time + 10;
 	while (time < $deadline)
 	{
