@@ -759,7 +759,7 @@ worker_claim_take(Worker *w, PGresult *res)
 	{
 		const char *state =
 			res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-		bool		ours = claim_error_is_ours(state);
+		bool ours = claim_error_is_ours(state);
 
 		PQclear(res);
 		if (w->conn != NULL)
@@ -867,8 +867,7 @@ worker_claim(Worker *w, int n)
  */
 static bool
 worker_pipeline(Worker *w, int n, const char *const *sql, const int *nparams,
-				const char *const *const *values, PGresult **res,
-				bool one_xact)
+				const char *const *const *values, PGresult **res, bool one_xact)
 {
 	PGconn *conn = w->conn;
 	bool	ok = PQenterPipelineMode(conn) == 1;
@@ -1063,8 +1062,8 @@ worker_report_finished(Worker *w)
 	{
 		/* The first error, if any: the other answer is PIPELINE_ABORTED. */
 		bool verified = PQresultStatus(res[0]) == PGRES_TUPLES_OK;
-		int	 rc = worker_check(w, verified ? res[1] : res[0],
-							   "complete_and_claim");
+		int	 rc =
+			worker_check(w, verified ? res[1] : res[0], "complete_and_claim");
 
 		if (rc == 0)
 		{

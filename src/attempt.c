@@ -185,9 +185,9 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 static bool
 attempt_complete_one(Datum *values, char *nulls)
 {
-	int64		task_id = DatumGetInt64(values[0]);
-	int32		attempt = DatumGetInt32(values[1]);
-	ClaimedRow *slot = claimed_row_slot(task_id);
+	int64			task_id = DatumGetInt64(values[0]);
+	int32			attempt = DatumGetInt32(values[1]);
+	ClaimedRow	   *slot = claimed_row_slot(task_id);
 	ItemPointerData hint;
 
 	ItemPointerSetInvalid(&hint);

@@ -260,12 +260,13 @@ claim_emit_spi(ClaimArgs *args, int n)
 		bool isnull;
 
 		for (int c = 0; c < CLAIMED_COLUMNS; c++)
-			rows[i].v[c] = SPI_getbinval(SPI_tuptable->vals[i],
-										 SPI_tuptable->tupdesc, c + 1,
-										 &rows[i].isnull[c]);
-		ItemPointerCopy((ItemPointer) DatumGetPointer(SPI_getbinval(
-							SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-							CLAIMED_COLUMNS + 1, &isnull)),
+			rows[i].v[c] =
+				SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+							  c + 1, &rows[i].isnull[c]);
+		ItemPointerCopy((ItemPointer) DatumGetPointer(
+							SPI_getbinval(SPI_tuptable->vals[i],
+										  SPI_tuptable->tupdesc,
+										  CLAIMED_COLUMNS + 1, &isnull)),
 						&rows[i].tid);
 	}
 	claim_emit(args, rows, n);
@@ -290,17 +291,17 @@ claim_direct_write(ClaimArgs *args, const SchedqClaimKey *floor)
 		case CLAIM_ALL_QUEUES:
 			break;
 		case CLAIM_ONE_QUEUE:
-			{
-				Datum *queues;
-				bool  *nulls;
-				int	   n;
+		{
+			Datum *queues;
+			bool  *nulls;
+			int	   n;
 
-				deconstruct_array(DatumGetArrayTypeP(args->queues), TEXTOID, -1,
-								  false, TYPALIGN_INT, &queues, &nulls, &n);
-				c.index = "task_available_queue_idx";
-				c.queue = queues[0];
-				break;
-			}
+			deconstruct_array(DatumGetArrayTypeP(args->queues), TEXTOID, -1,
+							  false, TYPALIGN_INT, &queues, &nulls, &n);
+			c.index = "task_available_queue_idx";
+			c.queue = queues[0];
+			break;
+		}
 		case CLAIM_SOME_QUEUES:
 			c.queues = DatumGetArrayTypeP(args->queues);
 			break;

@@ -165,9 +165,8 @@ schedq_search_path_push(void)
 {
 	int nestlevel = NewGUCNestLevel();
 
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-							 0, false);
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return nestlevel;
 }
 

@@ -123,10 +123,10 @@ static const char *const direct_other_columns[] = {
 
 typedef struct DirectIndex
 {
-	Oid			indexoid;
-	char	   *name;
-	IndexInfo  *info;	 /* predicate and expressions prepared */
-	Bitmapset  *keycols; /* columns of its key, as pull_varattnos has them */
+	Oid		   indexoid;
+	char	  *name;
+	IndexInfo *info;	/* predicate and expressions prepared */
+	Bitmapset *keycols; /* columns of its key, as pull_varattnos has them */
 } DirectIndex;
 
 /*
@@ -220,9 +220,9 @@ direct_build(Relation rel)
 
 	if (cache_cxt == NULL)
 	{
-		cache_cxt = AllocSetContextCreate(CacheMemoryContext,
-										  "schedq direct writes",
-										  ALLOCSET_SMALL_SIZES);
+		cache_cxt =
+			AllocSetContextCreate(CacheMemoryContext, "schedq direct writes",
+								  ALLOCSET_SMALL_SIZES);
 		CacheRegisterRelcacheCallback(direct_invalidate, (Datum) 0);
 	}
 	MemoryContextReset(cache_cxt);
@@ -287,21 +287,24 @@ direct_build(Relation rel)
 			return;
 		}
 		if (info->ii_Predicate != NIL)
-			info->ii_PredicateState = ExecInitQual(
-				(List *) expression_planner((Expr *) info->ii_Predicate),
-				NULL);
+			info->ii_PredicateState =
+				ExecInitQual((List *) expression_planner(
+								 (Expr *) info->ii_Predicate),
+							 NULL);
 		if (info->ii_Expressions != NIL)
 		{
-			info->ii_ExpressionsState = ExecInitExprList(
-				(List *) expression_planner((Expr *) info->ii_Expressions),
-				NULL);
+			info->ii_ExpressionsState =
+				ExecInitExprList((List *) expression_planner(
+									 (Expr *) info->ii_Expressions),
+								 NULL);
 			pull_varattnos((Node *) info->ii_Expressions, 1, &ix->keycols);
 		}
 		for (int k = 0; k < info->ii_NumIndexAttrs; k++)
 			if (info->ii_IndexAttrNumbers[k] != 0)
-				ix->keycols = bms_add_member(
-					ix->keycols, info->ii_IndexAttrNumbers[k] -
-									 FirstLowInvalidHeapAttributeNumber);
+				ix->keycols =
+					bms_add_member(ix->keycols,
+								   info->ii_IndexAttrNumbers[k] -
+									   FirstLowInvalidHeapAttributeNumber);
 		index_close(irel, NoLock);
 	}
 	MemoryContextSwitchTo(old);
@@ -398,9 +401,8 @@ direct_index_insert(DirectWrite *dw, TupleTableSlot *slot,
 		bool		 isnull[INDEX_MAX_KEYS];
 		Relation	 irel;
 
-		if (!info->ii_ReadyForInserts ||
-			(which == SCHEDQ_INDEXES_SUMMARIZING &&
-			 !schedq_index_summarizing(info)))
+		if (!info->ii_ReadyForInserts || (which == SCHEDQ_INDEXES_SUMMARIZING &&
+										  !schedq_index_summarizing(info)))
 			continue;
 		if (info->ii_PredicateState != NULL &&
 			!ExecQual(info->ii_PredicateState, econtext))
@@ -430,8 +432,8 @@ direct_text_equals(Datum value, const char *s)
  * nonce?  The WHERE clause of complete's statement.
  */
 static bool
-direct_is_attempt(HeapTuple tuple, TupleDesc desc, int64 task_id,
-				  int32 attempt, int64 nonce)
+direct_is_attempt(HeapTuple tuple, TupleDesc desc, int64 task_id, int32 attempt,
+				  int64 nonce)
 {
 	bool isnull;
 
@@ -475,9 +477,9 @@ direct_find(DirectWrite *dw, int64 task_id, int32 attempt, int64 nonce,
 		if (heap_fetch(dw->rel, dw->snapshot, &hinted, &buffer, false))
 		{
 			bool isnull;
-			bool same_task = DatumGetInt64(heap_getattr(
-								 &hinted, cache.col[COL_ID], desc, &isnull)) ==
-							 task_id;
+			bool same_task =
+				DatumGetInt64(heap_getattr(&hinted, cache.col[COL_ID], desc,
+										   &isnull)) == task_id;
 
 			found = same_task &&
 					direct_is_attempt(&hinted, desc, task_id, attempt, nonce);
@@ -541,17 +543,17 @@ direct_gate_event(HeapTuple old, TupleDesc desc)
  * mind).
  */
 SchedqDirectOutcome
-schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
-					   Datum result, bool result_null, ItemPointer hint)
+schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce, Datum result,
+					   bool result_null, ItemPointer hint)
 {
-	DirectWrite		dw;
-	ItemPointerData tid;
-	TM_FailureData	tmfd;
-	TupleTableSlot *slot;
-	TupleDesc		desc;
-	HeapTuple		old;
-	bool			should_free;
-	bool			isnull;
+	DirectWrite			dw;
+	ItemPointerData		tid;
+	TM_FailureData		tmfd;
+	TupleTableSlot	   *slot;
+	TupleDesc			desc;
+	HeapTuple			old;
+	bool				should_free;
+	bool				isnull;
 	SchedqDirectOutcome outcome = DIRECT_DONE;
 
 	if (!direct_begin(&dw, "UPDATE"))
@@ -598,15 +600,15 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 		outcome = DIRECT_FALLBACK;
 	else
 	{
-		int		   cols[3] = { cache.col[COL_STATUS], cache.col[COL_RESULT],
-							   cache.col[COL_FINISHED_AT] };
-		Datum	   values[3] = { CStringGetTextDatum("done"), result,
-								 TimestampTzGetDatum(
-									 GetCurrentTransactionStartTimestamp()) };
-		bool	   nulls[3] = { false, result_null, false };
-		HeapTuple  new = heap_modify_tuple_by_cols(old, desc, 3, cols, values,
-												   nulls);
-		Bitmapset *changed = NULL;
+		int	  cols[3] = { cache.col[COL_STATUS], cache.col[COL_RESULT],
+						  cache.col[COL_FINISHED_AT] };
+		Datum values[3] = { CStringGetTextDatum("done"), result,
+							TimestampTzGetDatum(
+								GetCurrentTransactionStartTimestamp()) };
+		bool  nulls[3] = { false, result_null, false };
+		HeapTuple new =
+			heap_modify_tuple_by_cols(old, desc, 3, cols, values, nulls);
+		Bitmapset		 *changed = NULL;
 		SchedqIndexUpdate which;
 
 		which = schedq_heap_update(dw.rel, &old->t_self, new);
@@ -616,8 +618,10 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
 				MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
 
 			for (int c = 0; c < 3; c++)
-				changed = bms_add_member(
-					changed, cols[c] - FirstLowInvalidHeapAttributeNumber);
+				changed =
+					bms_add_member(changed,
+								   cols[c] -
+									   FirstLowInvalidHeapAttributeNumber);
 			ExecStoreHeapTuple(new, newslot, false);
 			direct_index_insert(&dw, newslot, changed, which);
 			ExecDropSingleTupleTableSlot(newslot);
@@ -637,8 +641,7 @@ schedq_direct_complete(int64 task_id, int32 attempt, int64 nonce,
  */
 bool
 schedq_direct_insert(const SchedqTaskOptions *const *opts,
-					 const char *const *statuses, int n, Oid owner,
-					 Datum *ids)
+					 const char *const *statuses, int n, Oid owner, Datum *ids)
 {
 #define DIRECT_INSERT_CHUNK 1000
 	DirectWrite		dw;
@@ -664,7 +667,7 @@ schedq_direct_insert(const SchedqTaskOptions *const *opts,
 		{
 			const SchedqTaskOptions *o = opts[first + i];
 			TupleTableSlot			*slot = slots[i];
-			int64					 id = nextval_internal(cache.sequence, false);
+			int64 id = nextval_internal(cache.sequence, false);
 
 			Assert(o->null[OPT_DEDUP_KEY]);
 			ExecClearTuple(slot);
@@ -688,8 +691,7 @@ schedq_direct_insert(const SchedqTaskOptions *const *opts,
 #undef SET
 			for (int a = 0; a < desc->natts; a++)
 				if (slot->tts_isnull[a] && TupleDescAttr(desc, a)->attnotnull)
-					ereport(ERROR,
-							errcode(ERRCODE_NOT_NULL_VIOLATION),
+					ereport(ERROR, errcode(ERRCODE_NOT_NULL_VIOLATION),
 							errmsg("null value in column \"%s\" of relation "
 								   "\"%s\" violates not-null constraint",
 								   NameStr(TupleDescAttr(desc, a)->attname),
@@ -813,8 +815,10 @@ direct_claimable(const SchedqDirectClaim *c, ClaimFilter *f,
 	}
 
 	if (!c->admin &&
-		!has_privs_of_role(c->caller, DatumGetObjectId(slot_getattr(
-										  slot, cache.col[COL_OWNER], &isnull))))
+		!has_privs_of_role(c->caller,
+						   DatumGetObjectId(slot_getattr(slot,
+														 cache.col[COL_OWNER],
+														 &isnull))))
 		return false;
 	return true;
 }
@@ -829,7 +833,7 @@ direct_claimable_tuple(DirectWrite *dw, const SchedqDirectClaim *c,
 {
 	MemoryContext old =
 		MemoryContextSwitchTo(GetPerTupleMemoryContext(dw->estate));
-	bool		  claimable = direct_claimable(c, f, slot);
+	bool claimable = direct_claimable(c, f, slot);
 
 	MemoryContextSwitchTo(old);
 	ResetPerTupleExprContext(dw->estate);
@@ -846,34 +850,33 @@ direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
 			SchedqClaimed *out)
 {
 #define TAKE_COLS 8
-	TupleDesc	desc = RelationGetDescr(dw->rel);
-	bool		isnull;
-	bool		timeout_null;
-	Datum		timeout = slot_getattr(slot, cache.opt[OPT_TIMEOUT], &timeout_null);
-	Datum		now = TimestampTzGetDatum(c->now);
-	Datum		by_lease = DirectFunctionCall2(timestamptz_pl_interval, now,
-										   IntervalPGetDatum(c->lease));
-	Datum		deadline = timeout_null ?
-						   (Datum) 0 :
-						   DirectFunctionCall2(timestamptz_pl_interval, now,
-											   timeout);
-	Datum		expires = by_lease;
-	int32		attempt =
+	TupleDesc desc = RelationGetDescr(dw->rel);
+	bool	  isnull;
+	bool	  timeout_null;
+	Datum timeout = slot_getattr(slot, cache.opt[OPT_TIMEOUT], &timeout_null);
+	Datum now = TimestampTzGetDatum(c->now);
+	Datum by_lease = DirectFunctionCall2(timestamptz_pl_interval, now,
+										 IntervalPGetDatum(c->lease));
+	Datum deadline = timeout_null ? (Datum) 0 :
+									DirectFunctionCall2(timestamptz_pl_interval,
+														now, timeout);
+	Datum expires = by_lease;
+	int32 attempt =
 		DatumGetInt32(slot_getattr(slot, cache.col[COL_ATTEMPTS], &isnull)) + 1;
-	int			cols[TAKE_COLS] = {
-		cache.col[COL_STATUS],	   cache.col[COL_ATTEMPTS],
-		cache.col[COL_CLAIMED_BY], cache.col[COL_LEASE],
+	int cols[TAKE_COLS] = {
+		cache.col[COL_STATUS],			 cache.col[COL_ATTEMPTS],
+		cache.col[COL_CLAIMED_BY],		 cache.col[COL_LEASE],
 		cache.col[COL_LEASE_EXPIRES_AT], cache.col[COL_STARTED_AT],
 		cache.col[COL_DEADLINE],		 cache.col[COL_CLAIM_NONCE],
 	};
-	Datum		values[TAKE_COLS];
-	bool		nulls[TAKE_COLS] = { false, false, false, false,
-									 false, false, timeout_null, false };
-	bool		should_free;
-	HeapTuple	old;
-	HeapTuple	new;
-	Bitmapset  *changed = NULL;
-	TupleTableSlot *newslot;
+	Datum	  values[TAKE_COLS];
+	bool	  nulls[TAKE_COLS] = { false, false, false,		   false,
+								   false, false, timeout_null, false };
+	bool	  should_free;
+	HeapTuple old;
+	HeapTuple new;
+	Bitmapset		 *changed = NULL;
+	TupleTableSlot	 *newslot;
 	SchedqIndexUpdate which;
 
 	/* least(now + lease, now + timeout) */
@@ -897,18 +900,19 @@ direct_take(DirectWrite *dw, const SchedqDirectClaim *c, TupleTableSlot *slot,
 	if (which != SCHEDQ_INDEXES_NONE)
 	{
 		for (int i = 0; i < TAKE_COLS; i++)
-			changed = bms_add_member(
-				changed, cols[i] - FirstLowInvalidHeapAttributeNumber);
+			changed =
+				bms_add_member(changed,
+							   cols[i] - FirstLowInvalidHeapAttributeNumber);
 		direct_index_insert(dw, newslot, changed, which);
 	}
 
 	/* id, attempt, queue, kind, payload, priority, run_id, lease, run_at */
 	{
 		const AttrNumber outcols[CLAIMED_COLUMNS] = {
-			cache.col[COL_ID],	   cache.col[COL_ATTEMPTS],
-			cache.opt[OPT_QUEUE],  cache.opt[OPT_KIND],
+			cache.col[COL_ID],		cache.col[COL_ATTEMPTS],
+			cache.opt[OPT_QUEUE],	cache.opt[OPT_KIND],
 			cache.opt[OPT_PAYLOAD], cache.opt[OPT_PRIORITY],
-			cache.opt[OPT_RUN_ID], cache.col[COL_LEASE_EXPIRES_AT],
+			cache.opt[OPT_RUN_ID],	cache.col[COL_LEASE_EXPIRES_AT],
 			cache.opt[OPT_RUN_AT],
 		};
 
@@ -937,7 +941,8 @@ direct_claim_index_ok(Relation irel, bool by_queue)
 		IndexRelationGetNumberOfKeyAttributes(irel) != nkeys)
 		return false;
 	for (int k = 0; k < nkeys; k++)
-		if (TupleDescAttr(RelationGetDescr(irel), k)->atttypid != key[first + k])
+		if (TupleDescAttr(RelationGetDescr(irel), k)->atttypid !=
+			key[first + k])
 			return false;
 	return true;
 }
@@ -981,8 +986,8 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 	deconstruct_array(c->caps, TEXTOID, -1, false, TYPALIGN_INT, &f.caps,
 					  &f.cap_nulls, &f.ncaps);
 	if (c->busy != NULL)
-		deconstruct_array(c->busy, INT8OID, 8, FLOAT8PASSBYVAL,
-						  TYPALIGN_DOUBLE, &f.busy, &f.busy_nulls, &f.nbusy);
+		deconstruct_array(c->busy, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &f.busy, &f.busy_nulls, &f.nbusy);
 
 	irel = index_open(ix->indexoid, AccessShareLock);
 	if (!direct_claim_index_ok(irel, c->queue != (Datum) 0))
@@ -1027,12 +1032,13 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 		CHECK_FOR_INTERRUPTS();
 		if (!direct_claimable_tuple(&dw, c, &f, dw.slot))
 			continue;
-		res = table_tuple_lock(dw.rel, &tid, dw.snapshot, lockslot,
-							   GetCurrentCommandId(false), LockTupleExclusive,
-							   LockWaitSkip,
-							   xact_snapshot ? 0 :
-											   TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							   &tmfd);
+		res =
+			table_tuple_lock(dw.rel, &tid, dw.snapshot, lockslot,
+							 GetCurrentCommandId(false), LockTupleExclusive,
+							 LockWaitSkip,
+							 xact_snapshot ? 0 :
+											 TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							 &tmfd);
 		switch (res)
 		{
 			case TM_Ok:
@@ -1042,14 +1048,13 @@ schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows)
 					continue;
 				direct_take(&dw, c, lockslot, &rows[taken++]);
 				break;
-			case TM_WouldBlock:		/* SKIP LOCKED */
-			case TM_SelfModified:	/* taken by this command already */
+			case TM_WouldBlock:	  /* SKIP LOCKED */
+			case TM_SelfModified: /* taken by this command already */
 				break;
 			case TM_Updated:
 			case TM_Deleted:
 				if (xact_snapshot)
-					ereport(ERROR,
-							errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					ereport(ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 							errmsg("could not serialize access due to "
 								   "concurrent update"));
 				break;

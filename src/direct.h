@@ -34,7 +34,7 @@ typedef struct SchedqDirectClaim
 	bool		sql_only; /* kind 'sql' requiring 'sql', and not in busy */
 	ArrayType  *busy;	  /* int8[] */
 	Oid			caller;
-	bool		admin;	  /* or the caller must have the owner's privileges */
+	bool		admin; /* or the caller must have the owner's privileges */
 	int			n;
 	Datum		worker; /* text */
 	Interval   *lease;
@@ -54,8 +54,7 @@ typedef struct SchedqClaimed
 	ItemPointerData tid; /* the claimed row version */
 } SchedqClaimed;
 
-extern int schedq_direct_claim(const SchedqDirectClaim *c,
-							   SchedqClaimed	   *rows);
+extern int schedq_direct_claim(const SchedqDirectClaim *c, SchedqClaimed *rows);
 extern SchedqDirectOutcome schedq_direct_complete(int64 task_id, int32 attempt,
 												  int64 nonce, Datum result,
 												  bool		  result_null,

@@ -30,8 +30,8 @@ typedef struct SchedqQuery
 		(sql), 0, NULL, NULL                                                   \
 	}
 
-extern int	   schedq_run(SchedqQuery *query, Datum *values, const char *nulls,
-						  long count, int expected);
+extern int	  schedq_run(SchedqQuery *query, Datum *values, const char *nulls,
+						 long count, int expected);
 extern Portal schedq_cursor_open(SchedqQuery *query, Datum *values,
 								 const char *nulls);
 

@@ -110,27 +110,32 @@ static SchedqQuery q_freed = SCHEDQ_QUERY(
 	"        AND a.status IN " TASK_ACTIVE_SQL ") AS active"
 	"  FROM unnest($2::text[]) c),"
 	" freed AS MATERIALIZED ("
-	"  SELECT " LOCK_HEAD_SQL("k") " AS id, NULL::text AS waiter_of"
-	"  FROM unnest($1::text[]) k"
-	"  UNION ALL"
-	"  SELECT x.id, s.c FROM state s, LATERAL ("
-	"    SELECT t.id FROM schedq.task t"
-	"    WHERE t.concurrency_key = s.c AND t.status = 'pending'"
-	"      AND t.parked AND t.parked_on = 'limit'"
-	"    ORDER BY t.priority DESC, t.run_at, t.id"
-	"    LIMIT least(greatest(COALESCE(s.max_active, " PROMOTE_BATCH_SQL ")"
-	"                         - s.active, 0), " PROMOTE_BATCH_SQL ")) x)"
-	" SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
-	"        t.run_at, f.waiter_of,"
-	"        CASE WHEN f.waiter_of IS NULL THEN t.id"
-	"             ELSE " LOCK_HEAD_SQL("t.lock_key") " END,"
-	"        " LOCK_HELD_SQL("t.lock_key") ","
-	"        s.max_active, s.active"
-	" FROM freed f JOIN schedq.task t ON t.id = f.id"
-	" LEFT JOIN state s ON s.c = t.concurrency_key"
-	" WHERE t.status = 'pending' AND t.parked"
-	" ORDER BY t.priority DESC, t.run_at, t.id, f.waiter_of"
-	" FOR UPDATE OF t",
+	"  SELECT " LOCK_HEAD_SQL(
+		"k") " AS id, NULL::text AS waiter_of"
+			 "  FROM unnest($1::text[]) k"
+			 "  UNION ALL"
+			 "  SELECT x.id, s.c FROM state s, LATERAL ("
+			 "    SELECT t.id FROM schedq.task t"
+			 "    WHERE t.concurrency_key = s.c AND t.status = 'pending'"
+			 "      AND t.parked AND t.parked_on = 'limit'"
+			 "    ORDER BY t.priority DESC, t.run_at, t.id"
+			 "    LIMIT least(greatest(COALESCE(s.max_active, " PROMOTE_BATCH_SQL
+			 ")"
+			 "                         - s.active, 0), " PROMOTE_BATCH_SQL
+			 ")) x)"
+			 " SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
+			 "        t.run_at, f.waiter_of,"
+			 "        CASE WHEN f.waiter_of IS NULL THEN t.id"
+			 "             ELSE " LOCK_HEAD_SQL(
+				 "t.lock_key") " END,"
+							   "        " LOCK_HELD_SQL(
+								   "t.lock_key") ","
+												 "        s.max_active, s.active"
+												 " FROM freed f JOIN schedq.task t ON t.id = f.id"
+												 " LEFT JOIN state s ON s.c = t.concurrency_key"
+												 " WHERE t.status = 'pending' AND t.parked"
+												 " ORDER BY t.priority DESC, t.run_at, t.id, f.waiter_of"
+												 " FOR UPDATE OF t",
 	TEXTARRAYOID, TEXTARRAYOID);
 static SchedqQuery q_unpark_dependents =
 	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
@@ -146,13 +151,15 @@ static SchedqQuery q_plain =
 				 TIMESTAMPTZOID);
 static SchedqQuery q_gated = SCHEDQ_QUERY(
 	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at,"
-	"       NULL::text, " LOCK_STATE_SQL("t.lock_key") ","
-	"       NULL::integer, NULL::bigint FROM ("
-	"  SELECT * FROM schedq.task"
-	"  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-	"    AND" TASK_GATED_SQL "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
-	"  FOR UPDATE SKIP LOCKED) t"
-	" ORDER BY t.priority DESC, t.run_at, t.id",
+	"       NULL::text, " LOCK_STATE_SQL(
+		"t.lock_key") ","
+					  "       NULL::integer, NULL::bigint FROM ("
+					  "  SELECT * FROM schedq.task"
+					  "  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
+					  "    AND" TASK_GATED_SQL
+					  "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
+					  "  FOR UPDATE SKIP LOCKED) t"
+					  " ORDER BY t.priority DESC, t.run_at, t.id",
 	TIMESTAMPTZOID);
 static SchedqQuery q_concurrency_state = SCHEDQ_QUERY(
 	"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
@@ -176,12 +183,12 @@ static SchedqQuery q_set_aside =
 				 " SET parked = true, parked_on = 'error', last_error = $2"
 				 " WHERE id = $1 AND status = 'pending'",
 				 INT8OID, TEXTOID);
-static SchedqQuery q_park =
-	SCHEDQ_QUERY("UPDATE schedq.task t SET parked = true, parked_on = p.reason"
-				 " FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
-				 " WHERE t.id = p.id AND t.status = 'pending'"
-				 "   AND (NOT t.parked OR t.parked_on IS DISTINCT FROM p.reason)",
-				 INT8ARRAYOID, TEXTARRAYOID);
+static SchedqQuery q_park = SCHEDQ_QUERY(
+	"UPDATE schedq.task t SET parked = true, parked_on = p.reason"
+	" FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
+	" WHERE t.id = p.id AND t.status = 'pending'"
+	"   AND (NOT t.parked OR t.parked_on IS DISTINCT FROM p.reason)",
+	INT8ARRAYOID, TEXTARRAYOID);
 static SchedqQuery q_unpark =
 	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
 				 " WHERE id = ANY ($1) AND status = 'pending' AND parked",
@@ -328,8 +335,8 @@ promote_key(HTAB *keys, char kind, const char *key, bool *found)
  * key's state when the pass has not seen the key yet.
  */
 static bool
-promote_lock_gate(HTAB *keys, const char *lock_key, int64 id,
-				  HeapTuple tuple, TupleDesc desc)
+promote_lock_gate(HTAB *keys, const char *lock_key, int64 id, HeapTuple tuple,
+				  TupleDesc desc)
 {
 	bool	  found;
 	KeyState *ks = promote_key(keys, 'L', lock_key, &found);
@@ -371,8 +378,8 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
 			schedq_run(&q_concurrency_state, &value, NULL, 0, SPI_OK_SELECT);
 			limit = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								  1, &limit_null);
-			active = SPI_getbinval(SPI_tuptable->vals[0],
-								   SPI_tuptable->tupdesc, 2, &active_null);
+			active = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								   2, &active_null);
 		}
 		ks->limit = limit_null ? -1 : DatumGetInt32(limit);
 		ks->active = DatumGetInt64(active);
@@ -426,13 +433,13 @@ promote_waiters_again(HTAB *keys, const char *key, bool *more)
  */
 typedef struct Judge
 {
-	HTAB	   *keys;		  /* KeyState by kind and key */
-	bool		have_prev;	  /* a row was judged */
-	int64		prev;		  /* the task of the row before */
-	bool		passed_over;  /* task `prev` took no slot, nor waits for one */
+	HTAB	   *keys;		 /* KeyState by kind and key */
+	bool		have_prev;	 /* a row was judged */
+	int64		prev;		 /* the task of the row before */
+	bool		passed_over; /* task `prev` took no slot, nor waits for one */
 	TimestampTz now;
-	TimestampTz oldest;		  /* earliest run_at promoted */
-	bool	   *more;		  /* another pass should follow at once */
+	TimestampTz oldest; /* earliest run_at promoted */
+	bool	   *more;	/* another pass should follow at once */
 } Judge;
 
 static void
@@ -446,9 +453,9 @@ judge_begin(Judge *j, TimestampTz now, bool *more)
 	ctl.hash = key_hash;
 	ctl.match = key_match;
 	ctl.hcxt = CurrentMemoryContext;
-	j->keys = hash_create("schedq promotion keys", 64, &ctl,
-						  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
-							  HASH_CONTEXT);
+	j->keys =
+		hash_create("schedq promotion keys", 64, &ctl,
+					HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	j->have_prev = false;
 	j->prev = 0;
 	j->passed_over = false;
@@ -485,11 +492,11 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 
 	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tuple = rows->vals[i];
-		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		char	   *lock_key = SPI_getvalue(tuple, desc, 2);
-		char	   *concurrency_key = SPI_getvalue(tuple, desc, 3);
+		HeapTuple tuple = rows->vals[i];
+		bool	  isnull;
+		int64	  id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		char	 *lock_key = SPI_getvalue(tuple, desc, 2);
+		char	 *concurrency_key = SPI_getvalue(tuple, desc, 3);
 		bool has_deps = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
 		TimestampTz run_at =
 			DatumGetTimestampTz(SPI_getbinval(tuple, desc, 5, &isnull));
@@ -574,8 +581,9 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 	}
 	if (nunpark > 0)
 	{
-		Datum array = PointerGetDatum(construct_array(
-			unpark, nunpark, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		Datum array =
+			PointerGetDatum(construct_array(unpark, nunpark, INT8OID, 8,
+											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
 		schedq_run(&q_unpark, &array, NULL, 0, SPI_OK_UPDATE);
 	}
@@ -671,11 +679,11 @@ schedq_promote_events(TimestampTz now, bool *more)
 int
 schedq_promote_due(TimestampTz now, bool *more)
 {
-	Datum	value = TimestampTzGetDatum(now);
-	Judge	j;
-	int		promoted;
-	int		n;
-	bool	full;
+	Datum value = TimestampTzGetDatum(now);
+	Judge j;
+	int	  promoted;
+	int	  n;
+	bool  full;
 
 	promote_lock();
 	judge_begin(&j, now, more);

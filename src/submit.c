@@ -215,8 +215,8 @@ submit_insert(SchedqCall *call, const SchedqTaskOptions *const *opts, int n,
 
 			submit_insert_params(call, opts[i], statuses[i], values, nulls);
 			schedq_run(&q_insert, values, nulls, 0, SPI_OK_INSERT_RETURNING);
-			ids[i] = SPI_getbinval(SPI_tuptable->vals[0],
-								   SPI_tuptable->tupdesc, 1, &isnull);
+			ids[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								   1, &isnull);
 		}
 	schedq_count(METRIC_TASKS_SUBMITTED, n);
 }

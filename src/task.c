@@ -440,8 +440,7 @@ schedq_task_gate_event(Datum *values, const char *nulls)
 bool
 schedq_task_citus_table(Oid relid)
 {
-	Oid			dist = get_relname_relid("pg_dist_partition",
-										 PG_CATALOG_NAMESPACE);
+	Oid dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 	AttrNumber	att;
 	Relation	prel;
 	ScanKeyData key;
@@ -469,8 +468,8 @@ schedq_task_distributed(void)
 {
 	Oid nsp;
 
-	if (!OidIsValid(get_relname_relid("pg_dist_partition",
-									  PG_CATALOG_NAMESPACE)))
+	if (!OidIsValid(
+			get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
 		return false;
 	nsp = get_namespace_oid("schedq", true);
 	return OidIsValid(nsp) &&
