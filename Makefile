@@ -79,19 +79,32 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 else
 PG_CONFIG ?= pg_config
 endif
+EXTRA_CLEAN = .build-for
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS does not track header dependencies.
 $(OBJS): $(wildcard src/*.h)
 
+# Objects built for one server are rebuilt for another: .build-for holds
+# the server the objects were built against, and changes with PG_CONFIG.
+BUILD_FOR := $(PG_CONFIG) $(shell $(PG_CONFIG) --version)
+.build-for: FORCE
+	@echo '$(BUILD_FOR)' | cmp -s - $@ || echo '$(BUILD_FOR)' > $@
+$(OBJS): .build-for
+.PHONY: FORCE
+
 # schedqctl, the command-line tool (schedqctl/): a client program with its
 # own PGXS Makefile, built, installed and cleaned with the extension.
 SCHEDQCTL_MAKE = $(MAKE) -C schedqctl PG_CONFIG="$(PG_CONFIG)" WERROR="$(WERROR)"
 
+# NO_SCHEDQCTL=1 builds and installs the extension alone (a server whose
+# libpq headers are not installed, as test/matrix.sh's upgrade source).
 .PHONY: schedqctl-all schedqctl-install schedqctl-clean
+ifneq ($(NO_SCHEDQCTL),1)
 all: schedqctl-all
 install: schedqctl-install
+endif
 clean: schedqctl-clean
 
 schedqctl-all:

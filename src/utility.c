@@ -38,6 +38,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_subscription.h"
 #include "catalog/pg_tablespace.h"
@@ -138,6 +139,29 @@ hook_may_run_outside_block(ProcessUtilityContext context)
 }
 
 /*
+ * May the current role create databases?  What have_createdb_privilege
+ * says; asked of pg_authid here because not every minor release exports
+ * that function (15.18 does not, 15.20 does), and a library built against
+ * one must load in the other.
+ */
+static bool
+utility_has_createdb(void)
+{
+	HeapTuple tuple;
+	bool	  createdb = false;
+
+	if (superuser())
+		return true;
+	tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (HeapTupleIsValid(tuple))
+	{
+		createdb = ((Form_pg_authid) GETSTRUCT(tuple))->rolcreatedb;
+		ReleaseSysCache(tuple);
+	}
+	return createdb;
+}
+
+/*
  * What pg_database says of a database: false if there is none by that
  * name.
  */
@@ -226,7 +250,7 @@ hook_createdb(CreatedbStmt *stmt, ProcessUtilityContext context)
 		else if (strcmp(opt->defname, "owner") == 0 && opt->arg != NULL)
 			owner_name = defGetString(opt);
 	}
-	if (!have_createdb_privilege())
+	if (!utility_has_createdb())
 		return InvalidOid;
 	if (owner_name != NULL)
 	{
@@ -261,7 +285,7 @@ hook_rename(RenameStmt *stmt)
 
 	if (!hook_database(stmt->subname, &dboid, &owner, &istemplate, &tablespace))
 		return InvalidOid;
-	if (!has_privs_of_role(GetUserId(), owner) || !have_createdb_privilege())
+	if (!has_privs_of_role(GetUserId(), owner) || !utility_has_createdb())
 		return InvalidOid;
 	if (OidIsValid(get_database_oid(stmt->newname, true)) ||
 		dboid == MyDatabaseId)

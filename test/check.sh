@@ -46,7 +46,8 @@
 #	SCHEDQ_CHECK_KEEP=1    keep the work directory even when everything passed
 #	SCHEDQ_CHECK_LOG_LINES lines of each diff/log printed on failure (400)
 #	PG_TEST_EXTRA, PG_TEST_TIMEOUT_DEFAULT, PG_TEST_NOCLEAN are passed to
-#	the TAP tests.
+#	the TAP tests, and so is SCHEDQ_UPGRADE_FROM (the bindir of an older
+#	major with schedq installed: t/062_pg_upgrade.pl upgrades from it).
 #
 # Every suite runs with a clean environment: PATH (server bindir first),
 # HOME (an empty directory), LANG=C.UTF-8, TZ=UTC, nothing else from the
@@ -462,7 +463,7 @@ run_tap_suite()
 		SCHEDQ_REPO="$SRC_DIR"
 	)
 	local v
-	for v in PG_TEST_EXTRA PG_TEST_TIMEOUT_DEFAULT PG_TEST_NOCLEAN; do
+	for v in PG_TEST_EXTRA PG_TEST_TIMEOUT_DEFAULT PG_TEST_NOCLEAN SCHEDQ_UPGRADE_FROM; do
 		[ -n "${!v+set}" ] && tap_env+=("$v=${!v}")
 	done
 

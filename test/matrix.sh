@@ -11,9 +11,11 @@
 #	17:regress,isolation  Debian trixie's PostgreSQL 17 in a trixie root
 #	16=/opt/pg16/bin/pg_config   a server a maintainer has (16, 19, ...)
 # The servers come from test/pg-server.sh (built or fetched once, cached).
-# A server after the first is also the target of test/t/062_pg_upgrade.pl's
-# upgrade across majors, from the first (which must be installed already:
-# the first entry's `make check` does that).
+# A server of another major than 15 is also the target of
+# test/t/062_pg_upgrade.pl's upgrade across majors, from $UPGRADE_FROM
+# (default 15-main: bookworm's own 15, see test/pg-server.sh), into which
+# schedq is built and installed first ("upgrade source" below; UPGRADE_FROM=
+# none leaves it out).
 #
 # Each entry runs `make clean` and `make check` in this tree (or in a copy
 # inside the trixie root), so schedq is built against that server's
@@ -37,6 +39,7 @@ TOP=$(pwd)
 MATRIX=${MATRIX:-15 18 17:regress,isolation}
 HABITS=${HABITS-format analyze fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+UPGRADE_FROM=${UPGRADE_FROM:-15-main}
 LOGDIR=$(mktemp -d /tmp/schedq-matrix.XXXXXX) || exit 2
 
 PASSED=0
@@ -86,7 +89,28 @@ copy_tree()
 		tar --null -cf - -T - | tar -xf - -C "$1"
 }
 
-FIRST_BINDIR=
+# The upgrade source: its server, with schedq built against its own
+# headers and installed into it.  Sets UPGRADE_BINDIR.
+UPGRADE_BINDIR=
+
+prepare_upgrade_source()
+{
+	local log="$LOGDIR/upgrade-source.log" start=$SECONDS pg_config
+
+	[ "$UPGRADE_FROM" != none ] || return 0
+	banner "upgrade source: PostgreSQL $UPGRADE_FROM"
+	if pg_config=$(bash test/pg-server.sh pg_config "$UPGRADE_FROM" 2>>"$log") &&
+		make -s clean >>"$log" 2>&1 &&
+		make -s NO_SCHEDQCTL=1 PG_CONFIG="$pg_config" install </dev/null >>"$log" 2>&1; then
+		UPGRADE_BINDIR=$("$pg_config" --bindir)
+		say "schedq installed into $UPGRADE_BINDIR/.."
+		record "upgrade source ($UPGRADE_FROM)" 1 0 $((SECONDS - start))
+	else
+		tail -n 30 "$log"
+		record "upgrade source ($UPGRADE_FROM)" 0 1 $((SECONDS - start))
+	fi
+	make -s clean >/dev/null 2>&1
+}
 
 run_entry()
 {
@@ -124,15 +148,14 @@ run_entry()
 		rm -rf "$root/tmp/schedq"
 	else
 		local -a upgrade_env=()
-		if [ -n "$FIRST_BINDIR" ]; then
-			upgrade_env=(SCHEDQ_UPGRADE_FROM="$FIRST_BINDIR")
+		if [ -n "$UPGRADE_BINDIR" ] && [ "$major" != 15 ]; then
+			upgrade_env=(SCHEDQ_UPGRADE_FROM="$UPGRADE_BINDIR")
 		fi
 		make -s clean >/dev/null 2>&1
 		env "${suite_env[@]}" "${upgrade_env[@]}" make check PG_CONFIG="$pg_config" \
 			</dev/null 2>&1 | tee -a "$log"
 		rc=${PIPESTATUS[0]}
 		make -s clean >/dev/null 2>&1
-		[ -n "$FIRST_BINDIR" ] || FIRST_BINDIR=$("$pg_config" --bindir)
 	fi
 	read -r p f < <(counts_of "$log")
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
@@ -169,6 +192,7 @@ run_habit()
 	fi
 }
 
+prepare_upgrade_source
 for entry in $MATRIX; do
 	run_entry "$entry"
 done

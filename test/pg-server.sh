@@ -26,6 +26,17 @@
 #	    with --enable-cassert --enable-debug --enable-tap-tests and
 #	    installed, with contrib and the isolation tester, into the private
 #	    prefix $CACHE/18.
+#	15-main Debian bookworm's PostgreSQL 15 of the release itself (bookworm
+#	    main, not bookworm-security), its server, client and server-dev
+#	    packages unpacked into $CACHE/15-main-VERSION: the old cluster of the
+#	    upgrade across majors (test/t/062_pg_upgrade.pl).  The 15 of
+#	    bookworm-security (15.20) marks every column with an option
+#	    (pg_attver) that 18.6, the newest 18 served here, does not know,
+#	    so pg_upgrade from it to 18.6 fails for any database; 15.18 and
+#	    18.6 are of one release batch.  schedq is built against its own
+#	    headers (an extension built against 15.20's does not load in
+#	    15.18: heap_getattr calls a function 15.18 lacks) and installed
+#	    into it (test/matrix.sh).
 #	16, 19  no package of either is served here: a maintainer passes
 #	    their server's pg_config to `make check PG_CONFIG=...` or
 #	    `test/matrix.sh` (MATRIX="16=/path/to/pg_config").
@@ -139,6 +150,38 @@ make_18()
 }
 
 #
+# 15-main: bookworm's own PostgreSQL 15 packages, unpacked privately.
+#
+main_15_version()
+{
+	apt-cache madison postgresql-15 | awk -F'|' '$3 ~ /bookworm\/main/ { gsub(/ /, "", $2); print $2; exit }'
+}
+
+make_15_main()
+{
+	local version dir tmp
+	version=$(main_15_version)
+	[ -n "$version" ] || die "no postgresql-15 in bookworm main (apt-get update?)"
+	dir=$CACHE/15-main-$version
+	echo "$dir" >"$CACHE/15-main.path"
+	[ -f "$dir/usr/include/postgresql/15/server/postgres.h" ] && return 0
+	need_root 15-main "apt-get download"
+	tmp=$(mktemp -d "$CACHE/15-main.XXXXXX")
+	chmod 755 "$tmp"
+	(cd "$tmp" && apt-get download -q "postgresql-15=$version" "postgresql-client-15=$version" \
+		"postgresql-server-dev-15=$version" \
+		</dev/null >/dev/null 2>&1) || die "apt-get download postgresql-15=$version failed"
+	mkdir -p "$tmp/root"
+	for deb in "$tmp"/*.deb; do
+		dpkg-deb -x "$deb" "$tmp/root" || die "dpkg-deb -x $deb failed"
+	done
+	rm -rf "$dir"
+	mv "$tmp/root" "$dir"
+	rm -rf "$tmp"
+	log "PostgreSQL $version (bookworm main) unpacked into $dir"
+}
+
+#
 # 17: Debian trixie's packages in a trixie root.
 #
 TRIXIE_PACKAGES=(
@@ -208,6 +251,10 @@ pg_config_of()
 		with_lock 18 make_18
 		echo "$CACHE/18/bin/pg_config"
 		;;
+	15-main)
+		with_lock 15-main make_15_main
+		echo "$(cat "$CACHE/15-main.path")/usr/lib/postgresql/15/bin/pg_config"
+		;;
 	*)
 		die "no server of PostgreSQL $1 can be made here; pass its pg_config (PG_CONFIG=...)"
 		;;
@@ -225,6 +272,7 @@ path)
 	15) echo /usr/lib/postgresql/15 ;;
 	17) echo "$TRIXIE" ;;
 	18) echo "$CACHE/18" ;;
+	15-main) cat "$CACHE/15-main.path" ;;
 	*) die "no server of PostgreSQL $2 is made here" ;;
 	esac
 	;;

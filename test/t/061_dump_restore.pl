@@ -63,7 +63,7 @@ command_ok([ 'pg_dump', '-Fc', '-f', "$dir/src.dump", '-d', $old->connstr('src')
 	'pg_dump -Fc of the source database');
 command_ok([ 'pg_dump', '-f', "$dir/src.sql", '-d', $old->connstr('src') ],
 	'pg_dump (plain) of the source database');
-my $rows_src = rows_of($old, 'src', grant_key => 'false', task => 'unparked');
+my $rows_src = rows_of($old, 'src', grant_key => 'false', unparked => 1);
 my $key_src = $old->safe_psql('src', 'SELECT string_agg(md5(secret), \',\') FROM schedq.grant_key');
 my $max_task = $old->safe_psql('src', 'SELECT max(id) FROM schedq.task');
 my $max_run = $old->safe_psql('src', 'SELECT max(id) FROM schedq.run');
@@ -94,7 +94,7 @@ command_ok(
 
 for my $db (qw(src r2))
 {
-	same_text(rows_of($new, $db, grant_key => 'false', task => 'unparked'),
+	same_text(rows_of($new, $db, grant_key => 'false', unparked => 1),
 		$rows_src, "$db: every row and sequence is back", [ 'source', "restored-$db" ]);
 	ok( defined poll_until(
 			$new, $db,

@@ -140,9 +140,9 @@ sub settle
 
 # Every row of schedq's tables as text, one line per row, ordered; with
 # $where{table} a condition that leaves rows out (a task the scheduler is
-# about to change, say), or for task 'unparked': every row, without the
-# columns parked and parked_on (a scheduler unparks every task when it
-# starts, and parks again what is still held back).  The sequences' last
+# about to change, say); with unparked => 1, the tasks without the columns
+# parked and parked_on (a scheduler unparks every task when it starts, and
+# parks again what is still held back).  The sequences' last
 # values, but for gate_event's (scratch, unlogged, not dumped).  Read as the superuser: row-level security hides
 # nothing.
 sub rows_of
@@ -153,11 +153,8 @@ sub rows_of
 	{
 		my $cond = $where{$t} // 'true';
 		my $row = 'r::text';
-		if ($cond eq 'unparked')
-		{
-			($cond, $row) =
-			  ('true', q{(to_jsonb(r) - '{parked,parked_on}'::text[])::text});
-		}
+		$row = q{(to_jsonb(r) - '{parked,parked_on}'::text[])::text}
+		  if $t eq 'task' && $where{unparked};
 		$out .= "-- $t\n"
 		  . $node->safe_psql($db,
 			"SELECT $row FROM schedq.$t r WHERE $cond ORDER BY 1")

@@ -24,10 +24,12 @@ our @EXPORT = qw(schedq_node readme_roles poll_until poll_value stays metric);
 #                         wins, so they may also name more libraries)
 #   start     => 0        leave it stopped (default: started)
 #   extension => DB       then CREATE EXTENSION schedq in database DB
+#   install_path => DIR   a node of the PostgreSQL installed in DIR
 sub schedq_node
 {
 	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		($opts{install_path} ? (install_path => $opts{install_path}) : ()));
 	my $conf = $opts{conf} // '';
 
 	$conf =~ s/^\n//;
