@@ -12,7 +12,9 @@
 #   make bench-examples   tasks per second through the example workers
 #   make dist       the PGXN release archive schedq-VERSION.zip (git archive
 #                   of HEAD; VERSION from META.json; DIST_DIR=. by default)
-#   make deb        the Debian package postgresql-15-schedq_VERSION-1_amd64.deb
+#   make deb        the Debian packages postgresql-NN-schedq_VERSION-1_ARCH.deb,
+#                   one per PostgreSQL whose server headers
+#                   (postgresql-server-dev-NN) are installed
 #                   (dpkg-buildpackage on a git archive of HEAD) in build/
 #                   (DEB_DIR)
 #   make check-citus  schedq on a three-node Citus cluster (optional; builds
@@ -212,6 +214,9 @@ dist: dist-version
 
 # dpkg-buildpackage -b in a fresh copy of HEAD (git archive), so that nothing
 # of the work tree's builds gets in; the .deb files are moved to $(DEB_DIR).
+# debian/pgversions says 15+; the versions built are those of it whose
+# server headers are installed (PG_SUPPORTED_VERSIONS=installed), and
+# debian/control is made for them (PG_UPDATECONTROL).
 # Needs devscripts' and debhelper's tools, postgresql-server-dev-all,
 # libpq-dev and libncurses-dev (.ci/run installs them).
 deb: dist-version
@@ -223,6 +228,7 @@ deb: dist-version
 	trap 'rm -rf "$$tmp"' EXIT; \
 	git archive --prefix=$(DIST_NAME)/ HEAD | tar -x -C "$$tmp"; \
 	(cd "$$tmp/$(DIST_NAME)" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		PG_SUPPORTED_VERSIONS=installed PG_UPDATECONTROL=yes \
 		dpkg-buildpackage -us -uc -b); \
 	mv -f "$$tmp"/*.deb "$$out"/; \
 	ls "$$out"/*.deb

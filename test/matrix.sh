@@ -5,10 +5,14 @@
 #	  version matrix, then the habits the project keeps (formatting, static
 #	  analysis, fuzzing), with one summary line over everything.
 #
-# Each entry of $MATRIX is MAJOR[:SUITES] or MAJOR=PG_CONFIG[:SUITES]:
+# Each entry of $MATRIX is MAJOR[:SUITES] or MAJOR=PG_CONFIG[:SUITES];
+# SUITES is a comma-separated list of regress, isolation, tap, or
+# tap=FILE+FILE (those TAP files only):
 #	15                    Debian's PostgreSQL 15, every suite
 #	18                    PostgreSQL 18 built with assertions, every suite
-#	17:regress,isolation  Debian trixie's PostgreSQL 17 in a trixie root
+#	17:regress,isolation,tap=070_package
+#	                      Debian trixie's PostgreSQL 17 in a trixie root,
+#	                      and its Debian package
 #	16=/opt/pg16/bin/pg_config   a server a maintainer has (16, 19, ...)
 # The servers come from test/pg-server.sh (built or fetched once, cached).
 # A server of another major than 15 is also the target of
@@ -36,7 +40,7 @@ set -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 TOP=$(pwd)
 
-MATRIX=${MATRIX:-15 18 17:regress,isolation}
+MATRIX=${MATRIX:-15 18 17:regress,isolation,tap=070_package}
 HABITS=${HABITS-format analyze fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 UPGRADE_FROM=${UPGRADE_FROM:-15-main}
@@ -122,7 +126,19 @@ run_entry()
 	[ "$spec" != "$entry" ] && suites=${entry#*:}
 	major=${spec%%=*}
 	log="$LOGDIR/pg$major.log"
-	[ "$suites" = all ] || suite_env=(SUITES="${suites//,/ }")
+	if [ "$suites" != all ]; then
+		local s list=""
+		for s in ${suites//,/ }; do
+			case $s in
+			tap=*)
+				list="$list tap"
+				suite_env+=(TAP_TESTS="$(echo "${s#tap=}" | tr + ' ')")
+				;;
+			*) list="$list $s" ;;
+			esac
+		done
+		suite_env+=(SUITES="${list# }")
+	fi
 
 	banner "PostgreSQL $major ($suites)"
 	start=$SECONDS
@@ -141,6 +157,8 @@ run_entry()
 		root=$(bash test/pg-server.sh path 17)
 		rm -rf "$root/tmp/schedq"
 		copy_tree "$root/tmp/schedq"
+		# the package test packs HEAD with git
+		cp -a .git "$root/tmp/schedq/.git"
 		bash test/pg-server.sh run 17 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			"${suite_env[@]}" make -C /tmp/schedq check PG_CONFIG="$pg_config" \
 			</dev/null 2>&1 | tee -a "$log"

@@ -188,11 +188,31 @@ TRIXIE_PACKAGES=(
 	postgresql-17 postgresql-server-dev-17 postgresql-client-17
 	libpq-dev libncurses-dev build-essential make perl libipc-run-perl
 	util-linux findutils coreutils
+	# the package test (t/070_package.pl): make dist, make deb
+	git unzip dpkg-dev debhelper fakeroot postgresql-server-dev-all
 )
+
+# Install into the root what TRIXIE_PACKAGES names and it lacks (a cached
+# root made from an older list).
+trixie_packages()
+{
+	local root=$1 want
+	want=$(printf '%s\n' "${TRIXIE_PACKAGES[@]}" | sort)
+	[ "$want" = "$(cat "$root/.schedq-packages" 2>/dev/null)" ] && return 0
+	in_root "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends -o Dpkg::Use-Pty=0 "${TRIXIE_PACKAGES[@]}" \
+		>"$CACHE/trixie-apt.log" 2>&1 ||
+		{ tail -n 30 "$CACHE/trixie-apt.log" >&2; die "installing packages in the trixie root failed"; }
+	in_root "$root" apt-get clean
+	echo "$want" >"$root/.schedq-packages"
+}
 
 make_17()
 {
-	[ -x "$TRIXIE/usr/lib/postgresql/17/bin/pg_config" ] && return 0
+	if [ -x "$TRIXIE/usr/lib/postgresql/17/bin/pg_config" ]; then
+		[ "$(id -u)" = 0 ] && trixie_packages "$TRIXIE"
+		return 0
+	fi
 	need_root 17 "debootstrap, chroot"
 	local start=$SECONDS tmp
 
@@ -209,11 +229,7 @@ make_17()
 	mkdir -p "$tmp/etc/postgresql-common"
 	echo 'create_main_cluster = false' >"$tmp/etc/postgresql-common/createcluster.conf"
 	in_root "$tmp" apt-get update -q >/dev/null
-	in_root "$tmp" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends -o Dpkg::Use-Pty=0 "${TRIXIE_PACKAGES[@]}" \
-		>"$CACHE/trixie-apt.log" 2>&1 ||
-		{ tail -n 30 "$CACHE/trixie-apt.log" >&2; die "installing PostgreSQL 17 in the trixie root failed"; }
-	in_root "$tmp" apt-get clean
+	trixie_packages "$tmp"
 	mv "$tmp" "$TRIXIE"
 	log "trixie root with PostgreSQL 17 made in $((SECONDS - start)) s"
 }

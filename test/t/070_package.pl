@@ -9,10 +9,13 @@
 #	  2. `make dist` makes schedq-VERSION.zip with one top directory holding
 #	     the whole source, and the unpacked archive builds (make with the
 #	     pg_config first in PATH: the server check.sh tests);
-#	  3. as root only: `make deb` makes postgresql-15-schedq_VERSION-1_ARCH.deb;
-#	     the files `make install` put into the system PostgreSQL 15 are
-#	     saved and removed, the .deb is installed with dpkg, a throwaway
-#	     server of the SYSTEM PostgreSQL 15 runs CREATE EXTENSION schedq and
+#	  3. as root only, on Debian's own server of the major under test
+#	     (PostgreSQL 15 on bookworm, 17 in the matrix's trixie root; a
+#	     server built elsewhere skips this part): `make deb` makes
+#	     postgresql-NN-schedq_VERSION-1_ARCH.deb; the files `make install`
+#	     put into the system PostgreSQL NN are saved and removed, the .deb
+#	     is installed with dpkg, a throwaway server of the SYSTEM
+#	     PostgreSQL NN runs CREATE EXTENSION schedq and
 #	     a smoke test (submit, claim, complete; promotion of a run_at task;
 #	     the packaged schedqctl submits), then the package is purged and the
 #	     saved files are put back byte for byte, also when the test fails
@@ -293,7 +296,8 @@ is($meta->{provides}{schedq}{file}, "sql/schedq--$default.sql",
 	"provides.schedq.file is the fresh-install script of $default");
 my ($deb_version) = slurp("$tree/debian/changelog") =~ /^schedq \(([^)]+)\)/;
 is($deb_version, "$version-1", "debian/changelog's first entry is $version-1");
-is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '15.0.0', 'requires PostgreSQL 15.0.0');
+is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '>= 15.0.0, < 20.0.0',
+	'requires PostgreSQL 15 to 19');
 like($zip, qr{/schedq-\Q$version\E\.zip$}, 'the archive is named after the version');
 is($topdir, "schedq-$version", "its top directory is schedq-$version");
 
@@ -308,12 +312,15 @@ remove_tree("$tmp/unpacked");
 #
 # 3. The Debian package, installed on this machine.
 #
-my $sysbin = '/usr/lib/postgresql/15/bin';
+my ($major) = `$pg_config --version` =~ /PostgreSQL (\d+)/;
+$major //= 15;
+my $sysbin = "/usr/lib/postgresql/$major/bin";
 my $why_not =
 	$> != 0 ? 'not root: installing a .deb needs root (check.sh runs this file as root when it runs as root)'
   : !which('dpkg-buildpackage') ? 'dpkg-buildpackage missing (apt-get install devscripts debhelper)'
   : !which('pg_buildext') ? 'pg_buildext missing (apt-get install postgresql-server-dev-all)'
-  : !-x "$sysbin/postgres" ? "no system PostgreSQL 15 ($sysbin/postgres)"
+  : !-x "$sysbin/postgres" ? "no system PostgreSQL $major ($sysbin/postgres)"
+  : $pg_config ne "$sysbin/pg_config" ? "the server under test ($pg_config) is not Debian's PostgreSQL $major"
   : undef;
 if ($why_not)
 {
@@ -329,11 +336,11 @@ BAIL_OUT("OS user $user does not exist") unless defined $uid;
 ($ok) = run_logged('make_deb', 'make', '-C', $repo, '--no-print-directory',
 	"DEB_DIR=$tmp/deb", 'deb');
 chomp(my $arch = `dpkg --print-architecture`);
-my $deb = "$tmp/deb/postgresql-15-schedq_$version-1_$arch.deb";
-ok($ok && -f $deb, "make deb makes postgresql-15-schedq_$version-1_$arch.deb");
+my $deb = "$tmp/deb/postgresql-$major-schedq_$version-1_$arch.deb";
+ok($ok && -f $deb, "make deb makes postgresql-$major-schedq_$version-1_$arch.deb");
 BAIL_OUT('no .deb to install') unless -f $deb;
 
-my $pkg = 'postgresql-15-schedq';
+my $pkg = "postgresql-$major-schedq";
 sub installed
 {
 	my $s = `dpkg-query -W -f='\${Status}' $pkg 2>/dev/null`;
@@ -356,15 +363,15 @@ sub dpkg
 	}
 }
 
-# What make install put into the system PostgreSQL 15.
+# What make install put into the system PostgreSQL.
 my @system_files = grep { -e $_ || -l $_ } (
-	'/usr/lib/postgresql/15/lib/schedq.so',
-	'/usr/lib/postgresql/15/lib/bitcode/schedq.index.bc',
-	'/usr/lib/postgresql/15/lib/bitcode/schedq',
-	glob('/usr/share/postgresql/15/extension/schedq.control'),
-	glob('/usr/share/postgresql/15/extension/schedq--*.sql'),
+	"/usr/lib/postgresql/$major/lib/schedq.so",
+	"/usr/lib/postgresql/$major/lib/bitcode/schedq.index.bc",
+	"/usr/lib/postgresql/$major/lib/bitcode/schedq",
+	glob("/usr/share/postgresql/$major/extension/schedq.control"),
+	glob("/usr/share/postgresql/$major/extension/schedq--*.sql"),
 	"$sysbin/schedqctl",
-	glob('/usr/share/postgresql/15/man/man1/schedqctl.1*'),
+	glob("/usr/share/postgresql/$major/man/man1/schedqctl.1*"),
 	glob('/usr/share/man/man1/schedqctl.1*'),
 	glob('/usr/local/share/man/man1/schedqctl.1*'));
 my $save = "$tmp/saved";
@@ -476,11 +483,11 @@ my ($installed_ok, $dpkg_out) = dpkg('dpkg_install', '-i', $deb);
 ok($installed_ok, "dpkg -i $pkg");
 
 my %listed = map { $_ => 1 } split /\n/, `dpkg -L $pkg`;
-my @want = ('/usr/lib/postgresql/15/lib/schedq.so',
-	'/usr/share/postgresql/15/extension/schedq.control',
-	"/usr/share/postgresql/15/extension/schedq--$default.sql",
-	'/usr/share/postgresql/15/extension/schedq--1.0.sql',
-	'/usr/share/postgresql/15/extension/schedq--1.0--1.1.sql',
+my @want = ("/usr/lib/postgresql/$major/lib/schedq.so",
+	"/usr/share/postgresql/$major/extension/schedq.control",
+	"/usr/share/postgresql/$major/extension/schedq--$default.sql",
+	"/usr/share/postgresql/$major/extension/schedq--1.0.sql",
+	"/usr/share/postgresql/$major/extension/schedq--1.0--1.1.sql",
 	"$sysbin/schedqctl");
 my @unlisted = grep { !$listed{$_} } @want;
 # The man page, where HEAD has one (another change adds it).
@@ -496,7 +503,7 @@ is_deeply(\@absent, [], 'and they are on disk');
 ($ok) = run_logged('dpkg_verify', 'dpkg', '--verify', $pkg);
 ok($ok, 'dpkg --verify: the installed files are the package\'s');
 
-# A throwaway server of the system PostgreSQL 15, as $user.
+# A throwaway server of the system PostgreSQL, as $user.
 $server_data = "$tmp/data";
 my $sock = "$tmp/sock";
 make_path($sock);
@@ -504,7 +511,7 @@ chown $uid, $gid, $tmp, $sock;
 my $port = 20000 + $$ % 20000;
 ($ok) = run_logged('initdb', 'runuser', '-u', $user, '--', "$sysbin/initdb",
 	'-D', $server_data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8');
-ok($ok, 'initdb (system PostgreSQL 15)');
+ok($ok, "initdb (system PostgreSQL $major)");
 open(my $conf, '>>', "$server_data/postgresql.conf") or die;
 print $conf "shared_preload_libraries = 'schedq'\nlisten_addresses = ''\n"
   . "unix_socket_directories = '$sock'\nport = $port\nfsync = off\n";
