@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ * store/task_attempt.c
+ *	  The statements on a running attempt: heartbeat, complete, fail (the
+ *	  reaper's too), and what verify_grant and the SQL executors read.
+ *
+ * Every write here is guarded by (id, attempts, status = 'running') and,
+ * for a worker, the claim's nonce: a token for an attempt that is no
+ * longer the running one changes nothing.  fail retries with backoff
+ * while attempts remain; for the reaper, a lost lease or a timeout is a
+ * failed attempt.
+ *
+ * complete goes first to where this backend's claim left the row (the
+ * claimed-row hint), then through the primary key; its direct twin
+ * (store/direct_update.c) writes without the executor where it may.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "shared/metrics.h"
+#include "shared/plan.h"
+#include "shared/wake.h"
+#include "store/direct.h"
+#include "store/task.h"
+#include "store/task_attempt.h"
+
+/* Backoff of fail(): 1 s after the first attempt, doubling, capped. */
+#define BACKOFF_BASE_USECS USECS_PER_SEC
+#define BACKOFF_MAX_USECS  (3600 * USECS_PER_SEC)
+
+/* The running attempt a token names: $1 id, $2 attempt, $3 nonce. */
+#define ATTEMPT_IS_RUNNING                                                     \
+	" id = $1 AND attempts = $2 AND claim_nonce = $3 AND status = 'running'"
+
+static SchedqQuery q_heartbeat =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET lease_expires_at = least(greatest(lease_expires_at,"
+				 "     now() + COALESCE($4, lease)), deadline)"
+				 " WHERE" ATTEMPT_IS_RUNNING " RETURNING lease_expires_at",
+				 INT8OID, INT4OID, INT8OID, INTERVALOID);
+static SchedqQuery q_complete =
+	SCHEDQ_QUERY("UPDATE schedq.task" TASK_COMPLETE_SET
+				 " WHERE" ATTEMPT_IS_RUNNING,
+				 INT8OID, INT4OID, INT8OID, JSONBOID);
+static SchedqQuery q_complete_tid =
+	SCHEDQ_QUERY("UPDATE schedq.task" TASK_COMPLETE_SET
+				 " WHERE ctid = $5 AND" ATTEMPT_IS_RUNNING,
+				 INT8OID, INT4OID, INT8OID, JSONBOID, TIDOID);
+/* $3 NULL: any nonce (the reaper, which locked the row itself) */
+static SchedqQuery q_fail_lock =
+	SCHEDQ_QUERY("SELECT attempts - retry_base >= max_attempts,"
+				 "       attempts - retry_base," TASK_UNGATED_SQL ","
+				 "       queue, required_caps"
+				 " FROM schedq.task"
+				 " WHERE id = $1 AND attempts = $2 AND status = 'running'"
+				 "   AND ($3::bigint IS NULL OR claim_nonce = $3)"
+				 " FOR UPDATE",
+				 INT8OID, INT4OID, INT8OID);
+static SchedqQuery q_fail_final =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'failed', last_error = $2,"
+				 "     finished_at = now()"
+				 " WHERE id = $1",
+				 INT8OID, TEXTOID);
+static SchedqQuery q_fail_retry =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = $4, last_error = $2,"
+				 "     run_at = now() + make_interval(secs => $3 / 1e6),"
+				 "     claimed_by = NULL, lease_expires_at = NULL,"
+				 "     deadline = NULL"
+				 " WHERE id = $1",
+				 INT8OID, TEXTOID, INT8OID, TEXTOID);
+static SchedqQuery q_state =
+	SCHEDQ_QUERY("SELECT lease_expires_at < now()"
+				 " FROM schedq.task WHERE" ATTEMPT_IS_RUNNING,
+				 INT8OID, INT4OID, INT8OID);
+static SchedqQuery q_owner = SCHEDQ_QUERY(
+	"SELECT owner::oid, deadline FROM schedq.task WHERE id = $1", INT8OID);
+
+/*
+ * Where the tasks this backend claimed last were, so that complete() in
+ * the same session, the common case, finds its row by TID instead of
+ * walking the primary key (whose entries for a task include every
+ * version since the last VACUUM).  Only a hint: complete checks id,
+ * attempt and status on the row it finds there, and falls back to the
+ * primary key when there is none (a heartbeat or anything else moved the
+ * row).  Direct-mapped by task id.
+ */
+#define CLAIMED_ROWS 256
+
+typedef struct ClaimedRow
+{
+	int64			task_id;
+	int32			attempt;
+	ItemPointerData tid;
+} ClaimedRow;
+
+static ClaimedRow claimed_rows[CLAIMED_ROWS];
+
+static ClaimedRow *
+attempt_claimed_slot(int64 task_id)
+{
+	return &claimed_rows[(uint64) task_id % CLAIMED_ROWS];
+}
+
+/*
+ * claim took this attempt of a task; its row version is at tid.
+ */
+void
+schedq_task_attempt_claimed_at(int64 task_id, int32 attempt, ItemPointer tid)
+{
+	ClaimedRow *slot = attempt_claimed_slot(task_id);
+
+	slot->task_id = task_id;
+	slot->attempt = attempt;
+	ItemPointerCopy(tid, &slot->tid);
+}
+
+/*
+ * Push the lease of a running attempt to now() + extend (NULL: the lease
+ * the claim asked for), never shortening it and never past its deadline.
+ * False when the attempt is not the running one; else *expires is the
+ * new expiry.
+ */
+bool
+schedq_task_attempt_heartbeat(int64 task_id, int32 attempt, int64 nonce,
+							  const Interval *extend, TimestampTz *expires)
+{
+	Datum values[4] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+						Int64GetDatum(nonce), PointerGetDatum(extend) };
+	char  nulls[4] = { ' ', ' ', ' ', extend == NULL ? 'n' : ' ' };
+	bool  isnull;
+
+	if (schedq_plan_run(&q_heartbeat, values, nulls, 0,
+						SPI_OK_UPDATE_RETURNING) != 1)
+		return false;
+	*expires = DatumGetTimestampTz(SPI_getbinval(
+		SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return true;
+}
+
+/*
+ * Complete a running attempt with this result.  Goes first to the row
+ * where this session's claim left the attempt (the hint), then through
+ * the primary key; without the executor where store/direct.h lets it.
+ * True when the attempt was running and is now done.
+ */
+bool
+schedq_task_attempt_complete(int64 task_id, int32 attempt, int64 nonce,
+							 Datum result, bool result_null)
+{
+	ClaimedRow	   *slot = attempt_claimed_slot(task_id);
+	ItemPointerData hint;
+	Datum			values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+								  Int64GetDatum(nonce), result, (Datum) 0 };
+	char			nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', 'n' };
+
+	ItemPointerSetInvalid(&hint);
+	if (slot->task_id == task_id && slot->attempt == attempt)
+	{
+		hint = slot->tid;
+		slot->task_id = 0;
+	}
+	switch (schedq_direct_complete(task_id, attempt, nonce, result,
+								   result_null, &hint))
+	{
+		case DIRECT_DONE:
+			return true;
+		case DIRECT_STALE:
+			return false;
+		case DIRECT_DECLINED:
+			break;
+	}
+	if (ItemPointerIsValid(&hint))
+	{
+		values[4] = PointerGetDatum(&hint);
+		nulls[4] = ' ';
+		if (schedq_plan_run(&q_complete_tid, values, nulls, 0, SPI_OK_UPDATE) ==
+			1)
+			return true;
+	}
+	return schedq_plan_run(&q_complete, values, nulls, 0, SPI_OK_UPDATE) == 1;
+}
+
+/*
+ * How long to wait before attempt number `used` + 1: 1 s after the first
+ * attempt, doubling, capped at an hour, with +-25 % jitter.
+ */
+static int64
+attempt_backoff_usecs(int32 used)
+{
+	int64 delay = BACKOFF_MAX_USECS;
+
+	if (used >= 1 && used <= 13)
+		delay = Min(BACKOFF_BASE_USECS << (used - 1), BACKOFF_MAX_USECS);
+	return (int64) (delay *
+					(0.75 + 0.5 * pg_prng_double(&pg_global_prng_state)));
+}
+
+/*
+ * Fail attempt `attempt` of a task (nonce: the claim's, or NULL for any):
+ * retry it after retry_us (or the backoff, when retry_us is negative)
+ * while attempts remain and the failure is not permanent, else fail it for
+ * good.  Returns what it did (FAIL_STALE when that attempt is no longer
+ * the running one).  Shared by fail() and the reaper.
+ */
+SchedqFailOutcome
+schedq_task_attempt_fail(int64 task_id, int32 attempt, const int64 *nonce,
+						 const char *error, int64 retry_us, bool permanent)
+{
+	Datum	  values[4];
+	char	  nulls[3] = { ' ', ' ', nonce ? ' ' : 'n' };
+	HeapTuple tuple;
+	TupleDesc desc;
+	bool	  isnull;
+	bool	  exhausted;
+	int32	  used;
+	bool	  ungated;
+	int64	  delay;
+
+	values[0] = Int64GetDatum(task_id);
+	values[1] = Int32GetDatum(attempt);
+	values[2] = nonce ? Int64GetDatum(*nonce) : (Datum) 0;
+	if (schedq_plan_run(&q_fail_lock, values, nulls, 0, SPI_OK_SELECT) == 0)
+		return FAIL_STALE;
+
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	exhausted = DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull));
+	used = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	ungated = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+
+	values[1] = CStringGetTextDatum(error);
+	if (permanent || exhausted)
+	{
+		schedq_plan_run(&q_fail_final, values, NULL, 0, SPI_OK_UPDATE);
+		schedq_metrics_count(METRIC_TASKS_FAILED, 1);
+		return FAIL_FINAL;
+	}
+
+	/*
+	 * Retry at once as 'available' only when nothing would gate it;
+	 * otherwise the promotion loop decides.
+	 */
+	delay = retry_us >= 0 ? retry_us : attempt_backoff_usecs(used);
+	if (delay == 0 && ungated)
+		schedq_task_available_at_commit(SPI_getvalue(tuple, desc, 4),
+										DatumGetArrayTypeP(
+											SPI_getbinval(tuple, desc, 5,
+														  &isnull)),
+										PG_INT32_MAX, DT_NOBEGIN,
+										PG_INT64_MIN /* the head: a bound */);
+	else
+		schedq_wake_scheduler_at_commit();
+	values[2] = Int64GetDatum(delay);
+	values[3] = CStringGetTextDatum(
+		schedq_task_status_names[delay == 0 && ungated ? TASK_AVAILABLE :
+														 TASK_PENDING]);
+	schedq_plan_run(&q_fail_retry, values, NULL, 0, SPI_OK_UPDATE);
+	schedq_metrics_count(METRIC_TASKS_RETRIED, 1);
+	return delay == 0 && ungated ? FAIL_RETRY_NOW : FAIL_RETRY;
+}
+
+/*
+ * Is this attempt the running one, and is its lease still good?
+ */
+SchedqAttemptState
+schedq_task_attempt_state(int64 task_id, int32 attempt, int64 nonce)
+{
+	Datum values[3] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+						Int64GetDatum(nonce) };
+	bool  isnull;
+	bool  expired;
+
+	if (schedq_plan_run(&q_state, values, NULL, 1, SPI_OK_SELECT) == 0)
+		return ATTEMPT_STALE;
+	expired = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	return !isnull && expired ? ATTEMPT_EXPIRED : ATTEMPT_VALID;
+}
+
+/*
+ * The owner of a task and the deadline of its attempt (0 for none), as
+ * the current snapshot has them: what a SQL executor needs of the task it
+ * claimed.  False when there is no such task.
+ */
+bool
+schedq_task_attempt_owner(int64 task_id, Oid *owner, TimestampTz *deadline)
+{
+	Datum id = Int64GetDatum(task_id);
+	bool  isnull;
+	Datum value;
+
+	if (schedq_plan_run(&q_owner, &id, NULL, 0, SPI_OK_SELECT) != 1)
+		return false;
+	*owner = DatumGetObjectId(
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	value =
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	*deadline = isnull ? 0 : DatumGetTimestampTz(value);
+	return true;
+}
