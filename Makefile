@@ -25,7 +25,7 @@ MODULE_big = schedq
 # The source is in layers, one directory each, in this order: a file may
 # call files of its own directory and of the directories after it, never
 # those before (src/README.md; test/t/000_layout.pl checks it).
-SRC_LAYERS = process api pass store shared lib
+SRC_LAYERS = process api pass store shared base
 OBJS = $(patsubst %.c,%.o,$(foreach d,$(SRC_LAYERS),$(sort $(wildcard src/$(d)/*.c))))
 
 DATA = $(wildcard sql/schedq--*.sql)
@@ -151,7 +151,7 @@ analyze:
 		-D_GNU_SOURCE -DFRONTEND -Ischedqctl -I$(shell $(PG_CONFIG) --includedir) \
 		-I$(shell $(PG_CONFIG) --includedir-server)
 
-# make fuzz: build test/fuzz/fuzz_cron (src/lib/cron.c with backend stand-ins)
+# make fuzz: build test/fuzz/fuzz_cron (src/base/cron.c with backend stand-ins)
 # with clang's libFuzzer, ASan and UBSan and fuzz it for FUZZ_SECONDS
 # seconds; non-zero on a crash, failed check, hang or leak.  Needs clang and
 # libclang-rt-14-dev.  See test/fuzz/run.sh.

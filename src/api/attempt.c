@@ -19,7 +19,7 @@
 #include "utils/timestamp.h"
 
 #include "api/attempt.h"
-#include "lib/check.h"
+#include "base/check.h"
 #include "shared/call.h"
 #include "shared/metrics.h"
 #include "shared/token.h"

@@ -21,9 +21,9 @@
  * worker name and lease), yet it must not report a task that a claim in
  * progress holds: the worker would call claim(), get nothing, call
  * await_task, be told the same again, and spin for as long as that
- * claim's transaction lasts.  So the look is the claim's candidate query
- * (the same predicates as claim.c's CLAIM_CANDIDATES: keep them in step)
- * with FOR KEY SHARE SKIP LOCKED, committed at once.  A look that locked
+ * claim's transaction lasts.  So the look is the claim rule
+ * (store/task_claim.c) for one task, with FOR KEY SHARE SKIP LOCKED,
+ * committed at once.  A look that locked
  * a row commits without waiting for its WAL to be flushed: losing that
  * commit in a crash loses nothing but the lock.
  *
@@ -55,37 +55,15 @@
 
 #include "api/await.h"
 #include "shared/call.h"
-#include "lib/check.h"
-#include "lib/compat.h"
-#include "lib/cron.h"
+#include "base/check.h"
+#include "base/compat.h"
+#include "base/cron.h"
 #include "store/floor.h"
 #include "shared/metrics.h"
 #include "shared/plan.h"
 #include "shared/shm.h"
 #include "shared/wake.h"
-
-/*
- * Is the task a wake-up named still there for some claim?  The wake-up
- * knows the task's queue by the hash of its name and its place in claim
- * order, whose id may be a lower bound (submit does not know it yet), so
- * this asks for an available task of that queue at that priority and
- * run_at from that id on: the task, or a sibling submitted with it, which
- * needs a taker as much.  An index probe of task_available_idx.
- * Parameters: $1 minus the priority, $2 run_at, $3 id, $4 queue hash.
- */
-static SchedqQuery await_still_there = SCHEDQ_QUERY(
-	"SELECT FROM schedq.task t"
-	" WHERE t.status = 'available'"
-	" AND -(t.priority::bigint) = $1 AND t.run_at = $2 AND t.id >= $3"
-	" AND hashtext(t.queue) = $4"
-	" AND NOT EXISTS (SELECT FROM schedq.queue q"
-	"                 WHERE q.name = t.queue AND q.paused)"
-	" AND (t.budgets = '{}' OR NOT EXISTS ("
-	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"
-	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END"
-	"       + t.cost > b.hard_limit))"
-	" LIMIT 1",
-	INT8OID, TIMESTAMPTZOID, INT8OID, INT4OID);
+#include "store/task_claim.h"
 
 /*
  * After a look of a waiting claim that found nothing it could take: if
@@ -97,56 +75,16 @@ void
 schedq_await_pass_on(void)
 {
 	const SchedqWakeTask *wake = schedq_wake_woken_for();
-	Datum				  values[4];
 
-	if (wake == NULL)
-		return;
-	values[0] = Int64GetDatum(-(int64) wake->priority);
-	values[1] = TimestampTzGetDatum(wake->run_at);
-	values[2] = Int64GetDatum(wake->id);
-	values[3] = Int32GetDatum((int32) wake->queue);
-	if (schedq_plan_run(&await_still_there, values, NULL, 1, SPI_OK_SELECT) > 0)
+	if (wake != NULL && schedq_task_claim_still_there(wake))
 		schedq_wake_pass_on();
 }
-
-/*
- * Is there a task the caller could claim?  claim.c's candidate query for
- * one task, locking what it finds FOR KEY SHARE SKIP LOCKED so that a
- * task a claim in progress holds is not reported.
- * Parameters: $1 queues, $2 caps, $3 caller, $4 admin, $5-$7 the floor.
- */
-#define AWAIT_LOOK(queue_filter)                                               \
-	SCHEDQ_QUERY(                                                              \
-		"SELECT FROM schedq.task t"                                            \
-		" WHERE t.status = 'available'" queue_filter                           \
-		" AND (t.required_caps = '{}' OR t.required_caps <@ $2)"               \
-		" AND ($4 OR pg_has_role($3, t.owner::oid, 'USAGE'))"                  \
-		" AND NOT EXISTS (SELECT FROM schedq.queue q"                          \
-		"                 WHERE q.name = t.queue AND q.paused)"                \
-		" AND (t.budgets = '{}' OR NOT EXISTS ("                               \
-		"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"        \
-		"   AND CASE WHEN b.period_start + b.period <= now() THEN 0"           \
-		"       ELSE b.used END + t.cost > b.hard_limit))"                     \
-		" AND (-(t.priority::bigint), t.run_at, t.id) >= ($5, $6, $7)"         \
-		" ORDER BY -(t.priority::bigint), t.run_at, t.id"                      \
-		" LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",                             \
-		TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID, INT8OID, TIMESTAMPTZOID,  \
-		INT8OID)
-
-/* Indexed by queue filter: every queue, one queue, some queues. */
-static SchedqQuery await_look_query[3] = {
-	AWAIT_LOOK(""),
-	AWAIT_LOOK(" AND t.queue = ($1::text[])[1]"),
-	AWAIT_LOOK(" AND t.queue = ANY ($1::text[])"),
-};
 
 /* What one await_task asks for, checked. */
 typedef struct AwaitArgs
 {
-	ArrayType *queues; /* NULL: every queue */
-	ArrayType *caps;
-	int		   filter; /* index into await_look_query */
-	int64	   wait_us;
+	SchedqClaimRequest req; /* the queues, caps and filter of the look */
+	int64			   wait_us;
 } AwaitArgs;
 
 /*
@@ -157,28 +95,18 @@ typedef struct AwaitArgs
 static bool
 await_look(AwaitArgs *args)
 {
-	SchedqCall	   call;
-	SchedqClaimKey floor;
-	Datum		   values[7];
-	char		   nulls[7] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
-	bool		   found;
+	SchedqCall call;
+	bool	   found;
 
 	/* SET LOCAL synchronous_commit = off: see the header */
 	(void) set_config_option("synchronous_commit", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	schedq_call_begin(&call);
-	values[0] = PointerGetDatum(args->queues);
-	nulls[0] = args->queues == NULL ? 'n' : ' ';
-	values[1] = PointerGetDatum(args->caps);
-	values[2] = ObjectIdGetDatum(call.caller);
-	values[3] = BoolGetDatum(call.admin);
+	args->req.caller = call.caller;
+	args->req.admin = call.admin;
 	schedq_floor_probe_if_due();
-	schedq_floor_get(&floor);
-	values[4] = Int64GetDatum(floor.prio);
-	values[5] = TimestampTzGetDatum(floor.run_at);
-	values[6] = Int64GetDatum(floor.id);
-	found = schedq_plan_run(&await_look_query[args->filter], values, nulls, 1,
-					   SPI_OK_SELECT) > 0;
+	schedq_floor_get(&args->req.floor);
+	found = schedq_task_claim_look(&args->req);
 	if (!found)
 		schedq_await_pass_on();
 	schedq_call_end(&call);
@@ -205,26 +133,26 @@ schedq_await_task(PG_FUNCTION_ARGS)
 	bool		 outnull = false;
 
 	memset(&args, 0, sizeof(args));
-	args.filter = 0;
+	args.req.filter = CLAIM_ALL_QUEUES;
 	if (!PG_ARGISNULL(0))
 	{
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(0);
 		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 
 		schedq_check_names("queues", arr, SCHEDQ_MAX_QUEUES);
-		args.queues = arr;
-		args.filter =
+		args.req.queues = arr;
+		args.req.filter =
 			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
-				1 :
-				2;
+				CLAIM_ONE_QUEUE :
+				CLAIM_SOME_QUEUES;
 	}
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("caps must not be null"),
 				errhint(
 					"Pass an empty array for a worker without capabilities."));
-	args.caps = PG_GETARG_ARRAYTYPE_P(1);
-	schedq_check_names("caps", args.caps, SCHEDQ_MAX_NAMES);
+	args.req.caps = PG_GETARG_ARRAYTYPE_P(1);
+	schedq_check_names("caps", args.req.caps, SCHEDQ_MAX_NAMES);
 	if (PG_ARGISNULL(2))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("wait must not be null"));
@@ -258,7 +186,7 @@ schedq_await_task(PG_FUNCTION_ARGS)
 		for (;;)
 		{
 			/* register before each look: a task committed after it wakes us */
-			schedq_wake_register(args.queues, args.caps, false);
+			schedq_wake_register(args.req.queues, args.req.caps, false);
 			found = await_look(&args);
 			/* the look's snapshot and locks go */
 			SPI_commit();

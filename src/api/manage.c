@@ -20,7 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "shared/call.h"
-#include "lib/check.h"
+#include "base/check.h"
 #include "shared/sqlslots.h"
 #include "shared/metrics.h"
 #include "shared/plan.h"

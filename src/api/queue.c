@@ -1,16 +1,12 @@
 /*-------------------------------------------------------------------------
  * api/queue.c
- *	  Queues: schedq.pause_queue, schedq.resume_queue, and each backend's
- *	  cached answer to "is any queue paused?".
+ *	  Queues: schedq.pause_queue and schedq.resume_queue.
  *
  * A queue exists by being named; schedq.queue holds a row only for a
- * queue that was paused or resumed.  While no queue of a database is
- * paused, claim leaves out its anti-join with schedq.queue.  Every change
- * of schedq.queue (these functions, or DML by hand) moves the queues
- * generation (xact.h) through the queue_changed trigger (triggers.c), and
- * a claim reads the generation before it looks: a claim that starts after
- * such a commit returned looks again, and sees it; only a claim
- * overlapping the commit may act on the state before it.
+ * queue that was paused or resumed.  Every change of schedq.queue (these
+ * functions, or DML by hand) moves the queues generation through the
+ * queue_changed trigger (store/triggers.c), which claims read
+ * (store/queues.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -20,31 +16,10 @@
 #include "fmgr.h"
 
 #include "shared/call.h"
-#include "lib/check.h"
+#include "base/check.h"
 #include "shared/plan.h"
-#include "api/queue.h"
 #include "shared/wake.h"
 #include "shared/commit.h"
-
-/* Whether any queue of this database is paused, as of queues_generation. */
-static uint64 queues_generation = 0;
-static bool	  paused_exist = true;
-
-bool
-schedq_queue_any_paused(void)
-{
-	uint64 generation = schedq_commit_generation(GENERATION_QUEUES);
-
-	if (generation != queues_generation)
-	{
-		if (SPI_execute("SELECT FROM schedq.queue WHERE paused LIMIT 1", false,
-						1) != SPI_OK_SELECT)
-			elog(ERROR, "could not look for paused queues");
-		paused_exist = SPI_processed > 0;
-		queues_generation = generation;
-	}
-	return paused_exist;
-}
 
 static SchedqQuery q_set_paused =
 	SCHEDQ_QUERY("INSERT INTO schedq.queue (name, paused) VALUES ($1, $2)"

@@ -33,8 +33,8 @@
 #include "utils/timestamp.h"
 
 #include "shared/call.h"
-#include "lib/check.h"
-#include "lib/cron.h"
+#include "base/check.h"
+#include "base/cron.h"
 #include "shared/isolate.h"
 #include "shared/metrics.h"
 #include "pass/periodic.h"

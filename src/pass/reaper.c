@@ -38,7 +38,7 @@
 #include "shared/plan.h"
 #include "pass/reaper.h"
 #include "store/task_runs.h"
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "store/task.h"
 
 /* How many tasks one pass handles in one batch. */

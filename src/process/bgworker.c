@@ -37,7 +37,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "process/bgworker.h"
 
 /* Advisory lock tags: (database, SCHEDQ_LOCK_CLASS, what, FIELD4). */

@@ -55,7 +55,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "lib/compat.h"
+#include "base/compat.h"
 #include "shared/sqlslots.h"
 #include "process/launcher.h"
 #include "shared/shm.h"

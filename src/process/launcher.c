@@ -55,7 +55,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "lib/compat.h"
+#include "base/compat.h"
 #include "process/launcher.h"
 #include "shared/metrics.h"
 #include "shared/shm.h"

@@ -18,7 +18,7 @@
 #include "store/floor.h"
 #include "process/launcher.h"
 #include "shared/metrics.h"
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "shared/shm.h"
 #include "process/hooks.h"
 #include "shared/wake.h"

@@ -65,17 +65,17 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "lib/compat.h"
+#include "base/compat.h"
 #include "process/sqlexec.h"
 #include "shared/isolate.h"
 #include "pass/periodic.h"
 #include "pass/promote.h"
 #include "pass/reaper.h"
 #include "process/scheduler.h"
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "shared/shm.h"
 #include "store/task.h"
-#include "lib/version.h"
+#include "base/version.h"
 #include "process/bgworker.h"
 
 /* The wait before a failed pass (or iteration) runs again: doubling. */

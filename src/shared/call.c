@@ -36,7 +36,7 @@
 #include "utils/syscache.h"
 
 #include "shared/call.h"
-#include "lib/compat.h"
+#include "base/compat.h"
 #include "shared/shm.h"
 #include "shared/commit.h"
 

@@ -53,6 +53,9 @@ static const char *const metric_names[SCHEDQ_NUM_METRICS] = {
 	[METRIC_ORPHAN_RUNS_REAPED] = "orphan_runs_reaped",
 	[METRIC_SCHEDULER_LAG_MS] = "scheduler_lag_ms",
 	[METRIC_TASKS_SET_ASIDE] = "tasks_set_aside",
+#define METRIC_DECLINE_NAME(sym, name)                                         \
+	[METRIC_DIRECT_DECLINED_##sym] = "direct_declined_" #name,
+	SCHEDQ_DIRECT_DECLINES(METRIC_DECLINE_NAME)
 };
 
 static Size

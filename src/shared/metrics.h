@@ -21,6 +21,26 @@
 
 #include "port/atomics.h"
 
+/*
+ * Why a direct write declined (store/direct.h), one counter each,
+ * direct_declined_<name>: about the table, found when it is described
+ * (then true of every write until the table changes), or about one write.
+ */
+#define SCHEDQ_DIRECT_DECLINES(X)                                              \
+	X(OFF, off)				  /* schedq.direct_writes is off */                \
+	X(TABLE, table)			  /* not a plain heap table, or Citus's */         \
+	X(COLUMNS, columns)		  /* a column unknown, missing, or retyped */      \
+	X(CONSTRAINT, constraint) /* a CHECK, a NOT NULL the script has not,       \
+							   * a deferrable or exclusion index */            \
+	X(TRIGGER, trigger)		  /* a trigger other than schedq's */              \
+	X(RULE, rule)			  /* a rule */                                     \
+	X(INHERITED, inherited)	  /* tables inherit from it */                     \
+	X(ROW_SECURITY, row_security) /* a policy applies to its owner */          \
+	X(KEY, key)				  /* the primary key or identity is another */     \
+	X(INDEX, index)			  /* the claim index is invalid or redefined */    \
+	X(STATUS_EVENT, status_event) /* a write the status trigger must see */
+
+#define SCHEDQ_METRIC_DECLINE(sym, name) METRIC_DIRECT_DECLINED_##sym,
 typedef enum SchedqMetric
 {
 	METRIC_TASKS_SUBMITTED,
@@ -39,8 +59,10 @@ typedef enum SchedqMetric
 	METRIC_ORPHAN_RUNS_REAPED,
 	METRIC_SCHEDULER_LAG_MS,
 	METRIC_TASKS_SET_ASIDE,
+	SCHEDQ_DIRECT_DECLINES(SCHEDQ_METRIC_DECLINE)
 	SCHEDQ_NUM_METRICS
 } SchedqMetric;
+#undef SCHEDQ_METRIC_DECLINE
 
 extern void schedq_metrics_init(void);
 extern void schedq_metrics_count(SchedqMetric metric, uint64 n);

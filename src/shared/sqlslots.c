@@ -32,7 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "shared/commit.h"
 #include "shared/shm.h"
 #include "shared/sqlslots.h"

@@ -55,7 +55,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "lib/compat.h"
+#include "base/compat.h"
 #include "shared/metrics.h"
 #include "shared/shm.h"
 #include "shared/wake.h"

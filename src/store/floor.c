@@ -52,7 +52,7 @@
 
 #include "store/floor.h"
 #include "shared/plan.h"
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "shared/shm.h"
 #include "shared/commit.h"
 

@@ -29,11 +29,11 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "lib/check.h"
-#include "lib/cron.h"
+#include "base/check.h"
+#include "base/cron.h"
 #include "store/floor.h"
 #include "shared/plan.h"
-#include "lib/settings.h"
+#include "base/settings.h"
 #include "store/task.h"
 #include "shared/wake.h"
 
@@ -44,42 +44,29 @@ const char *const schedq_task_status_names[TASK_NUM_STATUSES] = {
 	[TASK_SKIPPED] = "skipped",
 };
 
-const char *const schedq_task_option_names[TASK_NUM_OPTIONS] = {
-	[OPT_KIND] = "kind",
-	[OPT_PAYLOAD] = "payload",
-	[OPT_QUEUE] = "queue",
-	[OPT_PRIORITY] = "priority",
-	[OPT_RUN_AT] = "run_at",
-	[OPT_MAX_ATTEMPTS] = "max_attempts",
-	[OPT_TIMEOUT] = "timeout",
-	[OPT_LOCK_KEY] = "lock_key",
-	[OPT_VERSION] = "version",
-	[OPT_CONCURRENCY_KEY] = "concurrency_key",
-	[OPT_REQUIRED_CAPS] = "required_caps",
-	[OPT_BUDGETS] = "budgets",
-	[OPT_COST] = "cost",
-	[OPT_RUN_ID] = "run_id",
-	[OPT_DEPENDS_ON] = "depends_on",
-	[OPT_DEDUP_KEY] = "dedup_key",
+#define TASK_COLUMN_NAME(sym, name, type, notnull) [TASK_COL_##sym] = #name,
+const char *const schedq_task_column_names[TASK_NUM_COLUMNS] = {
+	TASK_COLUMNS(TASK_COLUMN_NAME)
 };
-
-const Oid schedq_task_option_types[TASK_NUM_OPTIONS] = {
-	[OPT_KIND] = TEXTOID,
-	[OPT_PAYLOAD] = JSONBOID,
-	[OPT_QUEUE] = TEXTOID,
-	[OPT_PRIORITY] = INT4OID,
-	[OPT_RUN_AT] = TIMESTAMPTZOID,
-	[OPT_MAX_ATTEMPTS] = INT4OID,
-	[OPT_TIMEOUT] = INTERVALOID,
-	[OPT_LOCK_KEY] = TEXTOID,
-	[OPT_VERSION] = INT8OID,
-	[OPT_CONCURRENCY_KEY] = TEXTOID,
-	[OPT_REQUIRED_CAPS] = TEXTARRAYOID,
-	[OPT_BUDGETS] = TEXTARRAYOID,
-	[OPT_COST] = NUMERICOID,
-	[OPT_RUN_ID] = INT8OID,
-	[OPT_DEPENDS_ON] = INT8ARRAYOID,
-	[OPT_DEDUP_KEY] = TEXTOID,
+#define TASK_COLUMN_TYPE(sym, name, type, notnull) [TASK_COL_##sym] = type,
+const Oid schedq_task_column_types[TASK_NUM_COLUMNS] = {
+	TASK_COLUMNS(TASK_COLUMN_TYPE)
+};
+#define TASK_COLUMN_NOTNULL(sym, name, type, notnull) [TASK_COL_##sym] = notnull,
+const bool schedq_task_column_notnull[TASK_NUM_COLUMNS] = {
+	TASK_COLUMNS(TASK_COLUMN_NOTNULL)
+};
+#define TASK_OPTION_COLUMN(sym, column, sqltype) [OPT_##sym] = TASK_COL_##sym,
+const SchedqTaskColumn schedq_task_option_columns[TASK_NUM_OPTIONS] = {
+	TASK_OPTIONS(TASK_OPTION_COLUMN)
+};
+#define TASK_OPTION_NAME(sym, column, sqltype) [OPT_##sym] = #column,
+const char *const schedq_task_option_names[TASK_NUM_OPTIONS] = {
+	TASK_OPTIONS(TASK_OPTION_NAME)
+};
+#define TASK_OPTION_SQLTYPE(sym, column, sqltype) [OPT_##sym] = sqltype,
+const char *const schedq_task_option_sqltypes[TASK_NUM_OPTIONS] = {
+	TASK_OPTIONS(TASK_OPTION_SQLTYPE)
 };
 
 /* Options that may stay NULL: the others have a default. */

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  * store/task.h
- *	  What schedq knows about its task table (schedq.task): the statuses,
- *	  the SQL fragments that name sets of them, the options a task is
- *	  submitted with and their defaults, and what must happen when a task
- *	  becomes available.
+ *	  The shape of schedq.task, in one place: its columns with their
+ *	  types, the options a task is submitted with and their defaults, the
+ *	  statuses and the SQL fragments that name sets of them; and what must
+ *	  happen when a task becomes available.
  *
- * The extension script declares the same defaults in the table and in
- * the signatures of submit, submit_sql and schedule; this is their one
- * home in C.
+ * sql/schedq--*.sql declares the same columns (in this order), the
+ * defaults again in the table and in the signatures of submit,
+ * submit_sql and schedule, and the partial indexes with the status lists
+ * below; CONTRIBUTING.md ("Adding a column") says what to change with a
+ * column.  The direct writes (store/direct.c) compare the table with
+ * TASK_COLUMNS before they write, and decline when it differs.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_TASK_H
@@ -70,30 +73,95 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
 /* The capability SQL tasks require, and their kind. */
 #define TASK_SQL "sql"
 
-/* The options of a task: submit's arguments, in order. */
+/*
+ * The columns of schedq.task, in table order: symbol, name, type, NOT
+ * NULL.  Each X-macro expansion below makes one list of them.
+ */
+#define TASK_COLUMNS(X)                                                        \
+	X(ID, id, INT8OID, true)                                                   \
+	X(QUEUE, queue, TEXTOID, true)                                             \
+	X(KIND, kind, TEXTOID, true)                                               \
+	X(PAYLOAD, payload, JSONBOID, true)                                        \
+	X(PRIORITY, priority, INT4OID, true)                                       \
+	X(STATUS, status, TEXTOID, true)                                           \
+	X(RUN_AT, run_at, TIMESTAMPTZOID, true)                                    \
+	X(ATTEMPTS, attempts, INT4OID, true)                                       \
+	X(MAX_ATTEMPTS, max_attempts, INT4OID, true)                               \
+	X(RETRY_BASE, retry_base, INT4OID, true)                                   \
+	X(TIMEOUT, timeout, INTERVALOID, false)                                    \
+	X(LOCK_KEY, lock_key, TEXTOID, false)                                      \
+	X(VERSION, version, INT8OID, false)                                        \
+	X(CONCURRENCY_KEY, concurrency_key, TEXTOID, false)                        \
+	X(REQUIRED_CAPS, required_caps, TEXTARRAYOID, true)                        \
+	X(BUDGETS, budgets, TEXTARRAYOID, true)                                    \
+	X(COST, cost, NUMERICOID, true)                                            \
+	X(RUN_ID, run_id, INT8OID, false)                                          \
+	X(DEPENDS_ON, depends_on, INT8ARRAYOID, true)                              \
+	X(DEDUP_KEY, dedup_key, TEXTOID, false)                                    \
+	X(OWNER, owner, REGROLEOID, true)                                          \
+	X(CLAIMED_BY, claimed_by, TEXTOID, false)                                  \
+	X(LEASE, lease, INTERVALOID, false)                                        \
+	X(LEASE_EXPIRES_AT, lease_expires_at, TIMESTAMPTZOID, false)               \
+	X(DEADLINE, deadline, TIMESTAMPTZOID, false)                               \
+	X(CLAIM_NONCE, claim_nonce, INT8OID, false)                                \
+	X(PARKED, parked, BOOLOID, true)                                           \
+	X(PARKED_ON, parked_on, TEXTOID, false)                                    \
+	X(HAS_DEPENDENTS, has_dependents, BOOLOID, true)                           \
+	X(PERIODIC, periodic, TEXTOID, false)                                      \
+	X(RESULT, result, JSONBOID, false)                                         \
+	X(LAST_ERROR, last_error, TEXTOID, false)                                  \
+	X(CREATED_AT, created_at, TIMESTAMPTZOID, true)                            \
+	X(STARTED_AT, started_at, TIMESTAMPTZOID, false)                           \
+	X(FINISHED_AT, finished_at, TIMESTAMPTZOID, false)
+
+#define TASK_COLUMN_ENUM(sym, name, type, notnull) TASK_COL_##sym,
+typedef enum SchedqTaskColumn
+{
+	TASK_COLUMNS(TASK_COLUMN_ENUM) TASK_NUM_COLUMNS
+} SchedqTaskColumn;
+#undef TASK_COLUMN_ENUM
+
+extern const char *const schedq_task_column_names[TASK_NUM_COLUMNS];
+extern const Oid		 schedq_task_column_types[TASK_NUM_COLUMNS];
+extern const bool		 schedq_task_column_notnull[TASK_NUM_COLUMNS];
+
+/*
+ * The options of a task, submit's arguments in order: symbol, column,
+ * SQL type (submit_many reads them as a record of these types).  The columns an INSERT of a task
+ * lists are these, then status and owner (TASK_INSERT_COLUMNS).
+ */
+#define TASK_OPTIONS(X)                                                        \
+	X(KIND, kind, "text")                                                      \
+	X(PAYLOAD, payload, "jsonb")                                               \
+	X(QUEUE, queue, "text")                                                    \
+	X(PRIORITY, priority, "integer")                                           \
+	X(RUN_AT, run_at, "timestamptz")                                           \
+	X(MAX_ATTEMPTS, max_attempts, "integer")                                   \
+	X(TIMEOUT, timeout, "interval")                                            \
+	X(LOCK_KEY, lock_key, "text")                                              \
+	X(VERSION, version, "bigint")                                              \
+	X(CONCURRENCY_KEY, concurrency_key, "text")                                \
+	X(REQUIRED_CAPS, required_caps, "text[]")                                  \
+	X(BUDGETS, budgets, "text[]")                                              \
+	X(COST, cost, "numeric")                                                   \
+	X(RUN_ID, run_id, "bigint")                                                \
+	X(DEPENDS_ON, depends_on, "bigint[]")                                      \
+	X(DEDUP_KEY, dedup_key, "text")
+
+#define TASK_OPTION_ENUM(sym, column, sqltype) OPT_##sym,
 typedef enum SchedqTaskOption
 {
-	OPT_KIND,
-	OPT_PAYLOAD,
-	OPT_QUEUE,
-	OPT_PRIORITY,
-	OPT_RUN_AT,
-	OPT_MAX_ATTEMPTS,
-	OPT_TIMEOUT,
-	OPT_LOCK_KEY,
-	OPT_VERSION,
-	OPT_CONCURRENCY_KEY,
-	OPT_REQUIRED_CAPS,
-	OPT_BUDGETS,
-	OPT_COST,
-	OPT_RUN_ID,
-	OPT_DEPENDS_ON,
-	OPT_DEDUP_KEY,
-	TASK_NUM_OPTIONS
+	TASK_OPTIONS(TASK_OPTION_ENUM) TASK_NUM_OPTIONS
 } SchedqTaskOption;
+#undef TASK_OPTION_ENUM
 
+/* "kind, payload, ..., dedup_key, ": the options' columns, as SQL. */
+#define TASK_OPTION_SQL_NAME(sym, column, sqltype) #column ", "
+#define TASK_OPTION_COLUMNS_SQL TASK_OPTIONS(TASK_OPTION_SQL_NAME)
+
+extern const SchedqTaskColumn schedq_task_option_columns[TASK_NUM_OPTIONS];
+extern const char *const	  schedq_task_option_sqltypes[TASK_NUM_OPTIONS];
 extern const char *const schedq_task_option_names[TASK_NUM_OPTIONS];
-extern const Oid		 schedq_task_option_types[TASK_NUM_OPTIONS];
 
 typedef struct SchedqTaskOptions
 {

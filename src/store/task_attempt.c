@@ -16,19 +16,36 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "executor/spi.h"
+#include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/timestamp.h"
 
 #include "shared/metrics.h"
 #include "shared/plan.h"
 #include "shared/wake.h"
 #include "store/direct.h"
+#include "store/direct_int.h"
 #include "store/task.h"
 #include "store/task_attempt.h"
+
+/* What attempt_complete_direct did. */
+typedef enum SchedqDirectOutcome
+{
+	DIRECT_DONE,	 /* the attempt was running and is now done */
+	DIRECT_STALE,	 /* the attempt is not the running one: nothing changed */
+	DIRECT_DECLINED, /* not for this path: run the UPDATE statement */
+} SchedqDirectOutcome;
 
 /* Backoff of fail(): 1 s after the first attempt, doubling, capped. */
 #define BACKOFF_BASE_USECS USECS_PER_SEC
@@ -146,6 +163,201 @@ schedq_task_attempt_heartbeat(int64 task_id, int32 attempt, int64 nonce,
 }
 
 /*
+ * Is this row version task task_id's running attempt `attempt` with this
+ * nonce?  ATTEMPT_IS_RUNNING, the WHERE clause of q_complete.
+ */
+static bool
+attempt_is_running(HeapTuple tuple, TupleDesc desc, int64 task_id,
+				   int32 attempt, int64 nonce)
+{
+	bool isnull;
+
+	return DatumGetInt64(heap_getattr(tuple, schedq_direct_att[TASK_COL_ID],
+									  desc, &isnull)) == task_id &&
+		   DatumGetInt32(heap_getattr(tuple,
+									  schedq_direct_att[TASK_COL_ATTEMPTS],
+									  desc, &isnull)) == attempt &&
+		   DatumGetInt64(heap_getattr(tuple,
+									  schedq_direct_att[TASK_COL_CLAIM_NONCE],
+									  desc, &isnull)) == nonce &&
+		   !isnull &&
+		   schedq_direct_text_equals(
+			   heap_getattr(tuple, schedq_direct_att[TASK_COL_STATUS], desc,
+							&isnull),
+			   "running");
+}
+
+/*
+ * Find the version of task task_id visible to the write's snapshot, at
+ * the hinted TID or through the primary key, and put its TID into tid
+ * when it is the running attempt `attempt` with this nonce.  Nothing is
+ * locked: a stale completion, like the statement's WHERE clause, locks
+ * no row.
+ */
+static bool
+attempt_find(SchedqDirectWrite *dw, int64 task_id, int32 attempt, int64 nonce,
+			 ItemPointer hint, ItemPointer tid)
+{
+	TupleDesc	desc = RelationGetDescr(dw->rel);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	/* a TID past the end (after a VACUUM FULL, say) is no hint */
+	if (hint != NULL && ItemPointerIsValid(hint) &&
+		ItemPointerGetBlockNumber(hint) < RelationGetNumberOfBlocks(dw->rel))
+	{
+		HeapTupleData hinted;
+		Buffer		  buffer;
+
+		hinted.t_self = *hint;
+		if (heap_fetch(dw->rel, dw->snapshot, &hinted, &buffer, false))
+		{
+			bool isnull;
+			bool same_task =
+				DatumGetInt64(heap_getattr(&hinted,
+										   schedq_direct_att[TASK_COL_ID],
+										   desc, &isnull)) == task_id;
+
+			found = same_task &&
+					attempt_is_running(&hinted, desc, task_id, attempt, nonce);
+			ReleaseBuffer(buffer);
+			if (same_task)
+			{
+				*tid = *hint;
+				return found;
+			}
+		}
+	}
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(task_id));
+	scan = systable_beginscan(dw->rel, schedq_direct_primary_key(), true,
+							  dw->snapshot, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)) &&
+		attempt_is_running(tuple, desc, task_id, attempt, nonce))
+	{
+		*tid = tuple->t_self;
+		found = true;
+	}
+	systable_endscan(scan);
+	return found;
+}
+
+/*
+ * The status trigger's gate event for a task that held lock_key or
+ * concurrency_key and ended (it has no dependents: those take the
+ * statement).
+ */
+static void
+attempt_gate_event(HeapTuple old, TupleDesc desc)
+{
+	Datum values[3];
+	char  nulls[3] = { ' ', ' ', 'n' };
+	bool  isnull;
+
+	values[0] = heap_getattr(old, schedq_direct_att[TASK_COL_LOCK_KEY], desc,
+							 &isnull);
+	if (isnull)
+		nulls[0] = 'n';
+	values[1] = heap_getattr(old, schedq_direct_att[TASK_COL_CONCURRENCY_KEY],
+							 desc, &isnull);
+	if (isnull)
+		nulls[1] = 'n';
+	values[2] = (Datum) 0;
+	if (nulls[0] == 'n' && nulls[1] == 'n')
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	schedq_task_gate_event(values, nulls);
+	SPI_finish();
+}
+
+/*
+ * q_complete's twin: complete attempt `attempt` (fenced by nonce) of a
+ * task as that statement would, without the executor.  hint: where the
+ * claim left the row, or NULL.  DIRECT_DECLINED when the statement must
+ * do it (the row is then locked by this transaction, which the statement
+ * does not mind).
+ */
+static SchedqDirectOutcome
+attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce,
+						Datum result, bool result_null, ItemPointer hint)
+{
+	static const SchedqTaskColumn cols[] = { TASK_COL_STATUS, TASK_COL_RESULT,
+											 TASK_COL_FINISHED_AT };
+	SchedqDirectWrite dw;
+	ItemPointerData	  tid;
+	TM_FailureData	  tmfd;
+	TupleDesc		  desc;
+	HeapTuple		  old;
+	bool			  should_free;
+	bool			  isnull;
+	SchedqDirectOutcome outcome = DIRECT_DONE;
+
+	if (!schedq_direct_begin(&dw, CMD_UPDATE))
+		return DIRECT_DECLINED;
+	desc = RelationGetDescr(dw.rel);
+	if (!attempt_find(&dw, task_id, attempt, nonce, hint, &tid))
+	{
+		schedq_direct_end(&dw);
+		return DIRECT_STALE;
+	}
+	/* as UPDATE in READ COMMITTED: lock the latest version, check again */
+	if (table_tuple_lock(dw.rel, &tid, dw.snapshot, dw.slot,
+						 GetCurrentCommandId(false), LockTupleNoKeyExclusive,
+						 LockWaitBlock,
+						 IsolationUsesXactSnapshot() ?
+							 0 :
+							 TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+						 &tmfd) != TM_Ok)
+	{
+		if (IsolationUsesXactSnapshot())
+			ereport(ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("could not serialize access due to concurrent "
+						   "update"));
+		schedq_direct_end(&dw);
+		return DIRECT_STALE;
+	}
+	old = ExecFetchSlotHeapTuple(dw.slot, false, &should_free);
+	if (tmfd.traversed &&
+		!attempt_is_running(old, desc, task_id, attempt, nonce))
+	{
+		schedq_direct_end(&dw);
+		return DIRECT_STALE;
+	}
+
+	/*
+	 * task_status_event's WHEN clause (NEW.run_id is OLD.run_id here): a
+	 * task of a run or with dependents goes to the statement and its
+	 * trigger; one holding keys gets the trigger's gate event from here.
+	 */
+	if (!heap_attisnull(old, schedq_direct_att[TASK_COL_RUN_ID], desc) ||
+		DatumGetBool(heap_getattr(old,
+								  schedq_direct_att[TASK_COL_HAS_DEPENDENTS],
+								  desc, &isnull)))
+	{
+		schedq_direct_declined(DIRECT_DECLINE_STATUS_EVENT);
+		outcome = DIRECT_DECLINED;
+	}
+	else
+	{
+		Datum values[3] = {
+			CStringGetTextDatum("done"), result,
+			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())
+		};
+		bool  nulls[3] = { false, result_null, false };
+
+		(void) schedq_direct_update(&dw, old, lengthof(cols), cols, values,
+									nulls);
+		attempt_gate_event(old, desc);
+	}
+	schedq_direct_end(&dw);
+	return outcome;
+}
+
+/*
  * Complete a running attempt with this result.  Goes first to the row
  * where this session's claim left the attempt (the hint), then through
  * the primary key; without the executor where store/direct.h lets it.
@@ -167,8 +379,8 @@ schedq_task_attempt_complete(int64 task_id, int32 attempt, int64 nonce,
 		hint = slot->tid;
 		slot->task_id = 0;
 	}
-	switch (schedq_direct_complete(task_id, attempt, nonce, result,
-								   result_null, &hint))
+	switch (attempt_complete_direct(task_id, attempt, nonce, result,
+									result_null, &hint))
 	{
 		case DIRECT_DONE:
 			return true;

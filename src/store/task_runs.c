@@ -29,7 +29,7 @@
 #include "utils/builtins.h"
 
 #include "shared/call.h"
-#include "lib/check.h"
+#include "base/check.h"
 #include "shared/sqlslots.h"
 #include "shared/metrics.h"
 #include "shared/plan.h"

@@ -44,8 +44,8 @@
 #include "utils/datetime.h"
 #include "utils/errcodes.h"
 
-#include "lib/compat.h"
-#include "lib/cron.h"
+#include "base/compat.h"
+#include "base/cron.h"
 #include "shim.h"
 
 #undef fprintf

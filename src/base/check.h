@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/check.h
+ * base/check.h
  *	  Checks of argument values that every API function shares, with
  *	  schedq's documented limits.
  *

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/cron.c
+ * base/cron.c
  *	  The schedule parser and the next-run calculation.  Pure: no database
  *	  access, only palloc and ereport, so that SQL can call it for tests
  *	  (schedq.next_runs) and a fuzzer can call it directly.
@@ -34,8 +34,8 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
-#include "lib/compat.h"
-#include "lib/cron.h"
+#include "base/compat.h"
+#include "base/cron.h"
 
 /* Seconds from 1970-01-01 to 2000-01-01. */
 #define CRON_EPOCH_DIFF                                                        \

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/version.c
+ * base/version.c
  *	  The schedq version installed in the current database, read from
  *	  pg_extension.extversion and cached for the current command of the
  *	  current transaction (the rule for code that needs a newer catalog
@@ -23,8 +23,8 @@
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 
-#include "lib/compat.h"
-#include "lib/version.h"
+#include "base/compat.h"
+#include "base/version.h"
 
 static LocalTransactionId version_lxid = InvalidLocalTransactionId;
 static CommandId		  version_cid = InvalidCommandId;

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/version.h
+ * base/version.h
  *	  The schedq version installed in the current database (its catalog),
  *	  next to the version of this library.
  *

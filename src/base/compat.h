@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/compat.h
+ * base/compat.h
  *	  Every PostgreSQL version test of schedq, and the shims that let one
  *	  source tree build against PostgreSQL 15 to 19.
  *

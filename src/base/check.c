@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/check.c
+ * base/check.c
  *	  Argument checks shared by the API functions (see check.h).
  *-------------------------------------------------------------------------
  */
@@ -12,9 +12,9 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "lib/check.h"
-#include "lib/cron.h"
-#include "lib/settings.h"
+#include "base/check.h"
+#include "base/cron.h"
+#include "base/settings.h"
 
 /*
  * An error unless the text is at most max_bytes long.

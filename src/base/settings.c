@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/settings.c
+ * base/settings.c
  *	  Define schedq's configuration parameters.
  *
  * They are defined whether or not the library is preloaded, so that
@@ -12,7 +12,7 @@
 
 #include "utils/guc.h"
 
-#include "lib/settings.h"
+#include "base/settings.h"
 
 bool schedq_enabled = true;
 int	 schedq_promote_interval_ms = 1000;
@@ -24,6 +24,7 @@ int	 schedq_max_payload_bytes = 1024 * 1024;
 int	 schedq_claim_floor_interval_ms = 10;
 int	 schedq_sql_task_timeout_s = 3600;
 int	 schedq_sql_cancel_grace_ms = 10 * 1000;
+bool schedq_direct_writes = true;
 
 /*
  * Define every schedq.* parameter and reserve the prefix.
@@ -81,5 +82,12 @@ schedq_settings_define(void)
 		"After that the executor is terminated, and started again.",
 		&schedq_sql_cancel_grace_ms, 10 * 1000, 0, 3600 * 1000, PGC_SIGHUP,
 		GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable(
+		"schedq.direct_writes",
+		"Whether schedq writes its task table without the SQL executor "
+		"where it may.",
+		"Off, every submit, claim and complete runs its SQL statement; "
+		"for diagnosis.",
+		&schedq_direct_writes, true, PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("schedq");
 }

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/settings.h
+ * base/settings.h
  *	  schedq's configuration parameters (schedq.*), as C variables.  Each
  *	  name ends in its unit.
  *-------------------------------------------------------------------------
@@ -17,6 +17,7 @@ extern int	schedq_max_payload_bytes;
 extern int	schedq_claim_floor_interval_ms;
 extern int	schedq_sql_task_timeout_s;
 extern int	schedq_sql_cancel_grace_ms;
+extern bool schedq_direct_writes;
 
 extern void schedq_settings_define(void);
 

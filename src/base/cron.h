@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * lib/cron.h
+ * base/cron.h
  *	  Schedules: parse cron expressions, @macros, @every and systemd
  *	  calendar events, and find when they fire next in a time zone.
  *-------------------------------------------------------------------------
