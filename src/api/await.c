@@ -10,7 +10,7 @@
  * EXTENSION, REINDEX or DROP EXTENSION queue behind it.  await_task is a
  * procedure that waits between transactions instead: CALLed outside a
  * transaction block it runs non-atomically, so it can commit.  It
- * registers as a waiter (wake.c), commits what the caller's transaction
+ * registers as a waiter (shared/wake.c), commits what the caller's transaction
  * held, then looks once for a task it could take, in a transaction of its
  * own that it commits at once, and sleeps on its latch holding nothing
  * but the transaction that every CALL has open (no xid, no snapshot, no
@@ -28,7 +28,7 @@
  * commit in a crash loses nothing but the lock.
  *
  * A wake-up names its task, and the waiters' table can only guess who
- * could take it (wake.c).  A waiter whose look found nothing passes the
+ * could take it (shared/wake.c).  A waiter whose look found nothing passes the
  * wake-up on to the next waiter while the task is still there for some
  * claim: available (in the snapshot: a claim in progress still shows it
  * available, and the chain then ends at the first look after that claim

@@ -133,7 +133,7 @@ claim_once(ClaimArgs *args)
  * Sleep until a task this claim could take becomes available, or wait_us
  * has passed, claiming what comes.  Registers as a waiter *before* each
  * look, so a task made available after the look wakes it; a look that
- * finds nothing passes on a wake-up it could not use (await.c).  Holds no
+ * finds nothing passes on a wake-up it could not use (api/await.c).  Holds no
  * row lock while it sleeps: a look that finds nothing locks nothing.  It
  * does hold its statement's snapshot and the relation locks of its looks
  * (await_task does not).

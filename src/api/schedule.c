@@ -81,7 +81,7 @@ periodic_first_run(const char *schedule, const char *timezone,
 
 /*
  * An error unless a schedule and its time zone are within the limits
- * (check.h), before either is parsed or quoted in a message.
+ * (base/check.h), before either is parsed or quoted in a message.
  */
 static void
 periodic_check_schedule(text *schedule, text *timezone)

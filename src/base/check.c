@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * base/check.c
- *	  Argument checks shared by the API functions (see check.h).
+ *	  Argument checks shared by the API functions (see base/check.h).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -79,7 +79,7 @@ schedq_settings_define(void)
 	DefineCustomIntVariable(
 		"schedq.sql_cancel_grace",
 		"How long a SQL executor may ignore the cancel of its statement.",
-		"After that the executor is terminated, and started again.",
+		"After that the SQL executor is terminated, and started again.",
 		&schedq_sql_cancel_grace_ms, 10 * 1000, 0, 3600 * 1000, PGC_SIGHUP,
 		GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable(

@@ -11,7 +11,7 @@
  * count against the last two.
  *
  * A task the pass cannot promote (a row that breaks an index, say) is
- * set aside (isolate.c): parked on 'error' with the error in last_error,
+ * set aside (shared/isolate.c): parked on 'error' with the error in last_error,
  * until the scheduler starts again; the other tasks are promoted.
  *
  * Nothing here scans every pending task.  A pass reads:
@@ -22,7 +22,7 @@
  *	  a dependency is *parked*: it leaves task_pending_idx and is not looked
  *	  at again until a gate event names its key or its dependency;
  *	- gate events (schedq.gate_event) are written by the status trigger of
- *	  schedq.task (triggers.c) when a task holding a key, or one that
+ *	  schedq.task (store/triggers.c) when a task holding a key, or one that
  *	  others depend on (has_dependents), leaves 'available'/'running', and
  *	  by set_concurrency_limit.  The pass consumes them first.  The head of
  *	  each lock key and as many tasks of each concurrency key as there are
@@ -34,7 +34,7 @@
  *	  An event committed after the pass consumed the events stays for the
  *	  next pass, so no parked task is forgotten.
  *
- * Passes are serialized by a transaction-level lock (worker.h), so the
+ * Passes are serialized by a transaction-level lock (shared/locks.h), so the
  * scheduler and schedq._promote_once() never run one at the same time.
  * The scheduler never waits for it (schedq_promote_try_lock): while a
  * session that ran _promote_once() keeps its transaction open, the

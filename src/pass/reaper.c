@@ -14,11 +14,11 @@
  * would run twice at once.  Its lease is extended instead; past its
  * deadline its statement is interrupted, and an executor that ignores
  * that for schedq.sql_cancel_grace is terminated
- * (schedq_sqlslots_escalate, every pass).  Once the executor is gone the
+ * (schedq_sqlslots_escalate, every pass).  Once the SQL executor is gone the
  * attempt times out like any other.
  *
  * A task the pass cannot take back, or retention cannot delete (a user's
- * table that references it, say), is set aside (isolate.c): looked at
+ * table that references it, say), is set aside (shared/isolate.c): looked at
  * again in an hour, or kept one more retention period; the others go on.
  *-------------------------------------------------------------------------
  */

@@ -9,7 +9,7 @@
  * an iteration woke already late for what it thought was due (something
  * due that it cannot do: a row locked by someone else, say), it backs
  * off, doubling its sleep each time up to the loop's longest.  So no
- * mistake in a due-time computation can make a worker spin.
+ * mistake in a due-time computation can make a process spin.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -29,7 +29,8 @@
 #include "process/background.h"
 
 /*
- * Fill in a schedq worker that connects to database dboid (InvalidOid:
+ * Fill in a schedq background process that connects to database dboid
+ * (InvalidOid:
  * to none, as the launcher) and runs `function` of this library.  It is
  * not restarted by the postmaster: whoever starts it restarts it.
  */
@@ -55,7 +56,8 @@ schedq_background_fill(BackgroundWorker *worker, const char *function,
 }
 
 /*
- * The hint of a message that a schedq worker could not be started for
+ * The hint of a message that a schedq background process could not be
+ * started for
  * want of a background worker slot; for use inside ereport().
  */
 int
@@ -79,22 +81,22 @@ schedq_background_settings(void)
 
 	/*
 	 * In a deadlock with a user's command (DROP EXTENSION while a pass
-	 * runs, say), the worker should be the one to give up: it checks first,
+	 * runs, say), the background process should be the one to give up: it checks first,
 	 * aborts, and is started again.
 	 */
 	SetConfigOption("deadlock_timeout", "100ms", PGC_SUSET, PGC_S_OVERRIDE);
 
 	/*
-	 * Nor does a worker wait without bound for a lock someone else holds (a
+	 * Nor does a background process wait without bound for a lock someone else holds (a
 	 * row in an idle transaction, a table locked by hand): it gives up with
 	 * an error after this long.  The scheduler reports it and tries that
-	 * pass again later, doing its other passes meanwhile (scheduler.c).
+	 * pass again later, doing its other passes meanwhile (process/scheduler.c).
 	 */
 	SetConfigOption("lock_timeout", CppAsString2(SCHEDQ_WORKER_LOCK_TIMEOUT_MS),
 					PGC_SUSET, PGC_S_OVERRIDE);
 
 	/*
-	 * Every query of a worker is written for an index.  Its plans are
+	 * Every query of a background process is written for an index.  Its plans are
 	 * generic and kept, and one made while a table was nearly empty would
 	 * scan the table sequentially until the next ANALYZE.
 	 */
@@ -140,7 +142,7 @@ schedq_background_pace_ms(SchedqPace *pace, TimestampTz wake, bool progress,
 
 /*
  * Open the transaction of one iteration: start it, connect to SPI, push a
- * snapshot, and show what the worker does in pg_stat_activity.
+ * snapshot, and show what the process does in pg_stat_activity.
  */
 void
 schedq_background_tick_begin(const char *activity)
@@ -154,7 +156,7 @@ schedq_background_tick_begin(const char *activity)
 }
 
 /*
- * Close it, in reverse order, and report the worker idle.  Leaves the
+ * Close it, in reverse order, and report the process idle.  Leaves the
  * caller in TopMemoryContext, as CommitTransactionCommand does.
  */
 void

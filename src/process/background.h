@@ -11,7 +11,7 @@
 #include "datatype/timestamp.h"
 #include "postmaster/bgworker.h"
 
-/* The lock_timeout of every schedq worker (see schedq_background_settings). */
+/* The lock_timeout of every schedq background process (schedq_background_settings). */
 #define SCHEDQ_WORKER_LOCK_TIMEOUT_MS 1000
 
 /* Shortest sleep of a loop whose iteration did nothing (SchedqPace). */
@@ -26,7 +26,8 @@ extern void schedq_background_tick_commit(void);
 extern int	schedq_background_slots_errhint(void);
 
 /*
- * The pace of a worker's loop: how long it sleeps after an iteration.
+ * The pace of a background process's loop: how long it sleeps after an
+ * iteration.
  * Zero-initialise one per loop.
  */
 typedef struct SchedqPace

@@ -17,7 +17,7 @@
  *	  launcher starts a scheduler again.  (PostgreSQL 19 offers
  *	  BGWORKER_INTERRUPTIBLE for this; until then the hook does it.)
  *
- * The workers are stopped only when the command will go ahead: the hook
+ * The processes are stopped only when the command will go ahead: the hook
  * runs before PostgreSQL checks anything, so it makes PostgreSQL 15's own
  * checks of each command first (dbcommands.c: dropdb, createdb,
  * RenameDatabase, movedb; PreventInTransactionBlock) -- the database
@@ -26,9 +26,9 @@
  * transaction block or a function where it cannot run; the database is
  * not the current one where that is refused; a new name is free -- and
  * leaves any failing command to PostgreSQL, which raises its own error.
- * Otherwise any role could stop a database's workers, again and again,
+ * Otherwise any role could stop a database's processes, again and again,
  * with a command bound to fail.  Only what can still fail after these
- * checks (other sessions connected, an I/O error) stops the workers of a
+ * checks (other sessions connected, an I/O error) stops the processes of a
  * database for nothing; the launcher starts them again within seconds.
  *-------------------------------------------------------------------------
  */

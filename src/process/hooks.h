@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  * process/hooks.h
  *	  The utility hook, which follows the commands that concern schedq's
- *	  workers.
+ *	  background processes.
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDQ_UTILITY_H
-#define SCHEDQ_UTILITY_H
+#ifndef SCHEDQ_HOOKS_H
+#define SCHEDQ_HOOKS_H
 
 extern void schedq_hooks_init(void);
 
-#endif /* SCHEDQ_UTILITY_H */
+#endif /* SCHEDQ_HOOKS_H */

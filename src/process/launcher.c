@@ -354,7 +354,7 @@ launcher_reconcile(bool *started)
 }
 
 /*
- * Main of the launcher worker.
+ * Main of the launcher.
  */
 void
 schedq_launcher_main(Datum main_arg)

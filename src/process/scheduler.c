@@ -4,23 +4,23 @@
  *	  schedq installed, started by the launcher; and
  *	  schedq.scheduler_status(), which shows what each is doing.
  *
- * Each iteration is one transaction (worker.c's bracket): check that
+ * Each iteration is one transaction (process/background.c's bracket): check that
  * schedq is still installed (exit for good if not), then run the passes:
  * the periodic pass (due ticks fire first: they are the most
  * time-sensitive), the promotion pass in its two steps (gate events, then
  * due tasks), a reaper pass when one is due, and find the next due time.
  * Then sleep on the latch until the earliest of: the next pending run_at,
  * the next periodic tick, the next reaper pass, schedq.promote_interval
- * (the fallback).  Commits that create work set the latch (wake.c), so a
+ * (the fallback).  Commits that create work set the latch (shared/wake.c), so a
  * submit is promoted at once and a task due in a second is promoted
  * within milliseconds of its run_at.  Between iterations it keeps the
- * database's SQL executors at strength (executor.c), and says so when it
+ * database's SQL executors at strength (process/sqlexec.c), and says so when it
  * cannot for want of background worker slots.
  *
  * Nothing another session does can stop it:
  *	- each pass runs in a subtransaction of its own.  One that fails (a
  *	  lock timeout on a row someone holds in an idle transaction -- the
- *	  workers run with a lock_timeout, worker.c --, a deadlock with DROP
+ *	  background processes run with a lock_timeout, process/background.c --, a deadlock with DROP
  *	  EXTENSION, a bug) is rolled back and reported as a WARNING, and the
  *	  other passes go on; the failed one is tried again after a back-off
  *	  that doubles from PASS_BACKOFF_FIRST_MS to PASS_BACKOFF_MAX_MS.  An
@@ -28,17 +28,17 @@
  *	  comes after the same kind of back-off.  The scheduler does not exit
  *	  on an error: the launcher would start it again a second later, into
  *	  the same error.
- *	- it never waits for the promotion lock (promote.c): while a session
+ *	- it never waits for the promotion lock (pass/promote.c): while a session
  *	  that ran _promote_once() keeps its transaction open, promotion is
  *	  skipped and tried again after PROMOTE_BUSY_RETRY_MS.
- *	- its locks are out of any SQL function's reach (worker.c).
- *	- its loop keeps a pace (worker.c): an iteration that did nothing
+ *	- its locks are out of any SQL function's reach (shared/locks.c).
+ *	- its loop keeps a pace (process/background.c): an iteration that did nothing
  *	  sleeps at least SCHEDQ_IDLE_FLOOR_MS, and backs off when something
  *	  it thought due could not be done, so a due time that stays due (a
  *	  schedule row locked by someone, say) cannot make it spin.
  *
  * Only one scheduler acts per database: it holds a session-level lock
- * (worker.h) for its lifetime, and a second one exits.  Every pass is
+ * (process/background.h) for its lifetime, and a second one exits.  Every pass is
  * idempotent.
  *-------------------------------------------------------------------------
  */

@@ -74,7 +74,7 @@
 #include "process/background.h"
 #include "shared/commit.h"
 
-/* lock_timeout as configured, before the workers' own (worker.c). */
+/* lock_timeout as configured, before schedq's own (process/background.c). */
 static char *executor_lock_timeout = NULL;
 
 /* Most SQL executors per database. */
@@ -366,8 +366,8 @@ executor_run(ExecutorTask *task)
 		GetUserIdAndSecContext(&save_userid, &save_sec);
 		save_nestlevel = NewGUCNestLevel();
 		/*
-		 * The command waits for locks as any session would: the workers'
-		 * own bound on lock waits (worker.c) is not the command's.
+		 * The command waits for locks as any session would: schedq's
+		 * own bound on lock waits (process/background.c) is not the command's.
 		 */
 		/*
 		 * Saved and restored with the nest level, as a function's SET

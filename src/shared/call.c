@@ -9,7 +9,7 @@
  * table owner.  Roles therefore need EXECUTE on the functions and nothing
  * on the tables; which tasks a caller may touch is decided in the queries
  * from the recorded caller.  Inside the bracket the search path is
- * pg_catalog (and pg_temp, last; schedq_search_path_push in compat.h, the
+ * pg_catalog (and pg_temp, last; schedq_search_path_push in base/compat.h, the
  * mechanism CREATE EXTENSION scripts run under), so no caller's
  * search_path ever resolves a name or an operator in these queries, and
  * the plan cache sees the same path on every call.  Transaction or

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * shared/commit.c
  *	  Run the effects that joined a transaction when it ends, and keep the
- *	  generation counters (see xact.h).
+ *	  generation counters (see shared/commit.h).
  *
  * One transaction callback serves every effect.  Effects run in the order
  * they joined; each runs pre_commit (PRE_COMMIT), pre_prepare

@@ -11,8 +11,8 @@
  * with each, and has sub_commit and sub_abort.
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDQ_XACT_H
-#define SCHEDQ_XACT_H
+#ifndef SCHEDQ_COMMIT_H
+#define SCHEDQ_COMMIT_H
 
 typedef struct SchedqCommitEffect
 {
@@ -34,7 +34,7 @@ typedef struct SchedqCommitEffect
 	void (*sub_abort)(int level);
 	/* Last, however the transaction ended: forget what was recorded. */
 	void (*reset)(void);
-	bool joined; /* xact.c's: joined the current transaction */
+	bool joined; /* shared/commit.c's: joined the current transaction */
 } SchedqCommitEffect;
 
 extern void schedq_commit_join(SchedqCommitEffect *effect);
@@ -60,4 +60,4 @@ extern void	  schedq_commit_init(void);
 extern uint64 schedq_commit_generation(SchedqGeneration generation);
 extern void	  schedq_commit_generation_bump(SchedqGeneration generation);
 
-#endif /* SCHEDQ_XACT_H */
+#endif /* SCHEDQ_COMMIT_H */

@@ -6,7 +6,7 @@
  * _PG_init (schedq_shm_add); this file requests them all from
  * shmem_request_hook and attaches them, by name, under AddinShmemInitLock
  * from shmem_startup_hook.  The first process to attach zeroes a part and
- * runs its init function.  The core part (shmem.h) is added here.
+ * runs its init function.  The core part (shared/shm.h) is added here.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

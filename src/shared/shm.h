@@ -9,8 +9,8 @@
  * headers what protects their parts; most use that lock.
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDQ_SHMEM_H
-#define SCHEDQ_SHMEM_H
+#ifndef SCHEDQ_SHM_H
+#define SCHEDQ_SHM_H
 
 #include "datatype/timestamp.h"
 #include "storage/latch.h"
@@ -39,4 +39,4 @@ extern void schedq_shm_install_hooks(void);
 
 extern void schedq_shm_require_preloaded(void);
 
-#endif /* SCHEDQ_SHMEM_H */
+#endif /* SCHEDQ_SHM_H */

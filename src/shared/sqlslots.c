@@ -5,7 +5,7 @@
  *
  * An executor (process/sqlexec.c) takes a slot when it starts and
  * publishes in it the attempt it runs (under the schedq LWLock).  While
- * the executor lives, the reaper extends that attempt's lease instead of
+ * the SQL executor lives, the reaper extends that attempt's lease instead of
  * taking it back (schedq_sqlslots_runs), and once the attempt is past its
  * deadline it interrupts the statement (SIGINT, schedq_sqlslots_interrupt)
  * but takes the attempt back only when no executor runs it any more: a
@@ -305,7 +305,7 @@ static SchedqCommitEffect cancel_effect = { .commit = cancel_commit,
 											.reset = cancel_reset };
 
 /*
- * After commit, interrupt the statement of the executor running this task
+ * After commit, interrupt the statement of the SQL executor running this task
  * (it was canceled, or timed out, while running), unless the
  * subtransaction that asks this rolls back.  Every task is remembered:
  * cancels of other tasks, of other roles, are never interrupted.
@@ -333,7 +333,7 @@ schedq_sqlslots_cancel_at_commit(int64 task_id)
 /*
  * Leave the slot.  An on_shmem_exit callback: it runs after the
  * before_shmem_exit ones have rolled back the transaction of a task (its
- * locks released, its writes gone) and removed the executor from
+ * locks released, its writes gone) and removed the SQL executor from
  * pg_stat_activity.  Until then the attempt is still this executor's, and
  * the reaper must not give it to another.
  */

@@ -35,7 +35,7 @@
  * after the commit needs no wake-up: it looks after registering, and sees
  * the task.  Likewise a waiter already woken (for another task) is passed
  * over: it has yet to look, and will see this task too.  Whether the task
- * is still there is for the waiter to ask (await.c); the SQL executors
+ * is still there is for the waiter to ask (api/await.c); the SQL executors
  * never pass a wake-up on.
  *
  * Every field of a waiter is under the schedq LWLock; its own backend

@@ -5,7 +5,7 @@
  *	  entries, defaults, and the decline contract.
  *
  * The busiest writes of schedq (plain submits, claims, completes) are one
- * row each.  Through the executor, most of their cost was not the row but
+ * row each.  Through PostgreSQL's executor, most of their cost was not the row but
  * the statement: executor start-up, opening and locking every index of
  * the table, building their IndexInfo and preparing their partial-index
  * predicates, all again for every statement.  Here the table is described
@@ -13,7 +13,7 @@
  * IndexInfo, predicate and expressions prepared, its column defaults as
  * prepared expressions, in a cache the relcache invalidates), and a write
  * inserts into only the indexes whose predicate its row version
- * satisfies.  The calls are the executor's own (execReplication.c is the
+ * satisfies.  The calls are PostgreSQL's executor's own (execReplication.c is the
  * model): heap_insert/heap_multi_insert and heap_update (TOAST, WAL,
  * statistics and HOT are theirs), index_insert with the unique check of a
  * unique index.
@@ -34,7 +34,7 @@
  * What a statement would do besides, a direct write does too: the
  * columns an INSERT leaves out get the table's defaults, whatever they
  * are now (schedq_direct_defaults); a NOT NULL column that would be NULL
- * raises the executor's error; reads use a snapshot taken as SPI takes
+ * raises PostgreSQL's executor's error; reads use a snapshot taken as SPI takes
  * one, after a command counter increment, so a direct write sees and is
  * seen by schedq's statements around it.
  *-------------------------------------------------------------------------
@@ -326,7 +326,7 @@ direct_describe(Relation rel)
 				cache.decline = DIRECT_DECLINE_TRIGGER;
 				return;
 			}
-	/* a CHECK constraint (a DBA's: schedq has none) is the executor's */
+	/* a CHECK constraint (a DBA's: schedq has none) is the executor's (PostgreSQL's) */
 	if (desc->constr != NULL && desc->constr->num_check > 0)
 	{
 		cache.decline = DIRECT_DECLINE_CONSTRAINT;
@@ -421,11 +421,12 @@ direct_describe(Relation rel)
 
 /*
  * Open schedq.task for a direct write that would be a statement of type
- * cmd (CMD_INSERT or CMD_UPDATE).  False, with nothing open and the
- * decline counted, when the statement must do it.
+ * cmd (CMD_INSERT or CMD_UPDATE).  False, with nothing open, the reason in
+ * *why and the decline counted, when the statement must do it.
  */
 bool
-schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd)
+schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd,
+					SchedqDirectDecline *why)
 {
 	const char *command = cmd == CMD_INSERT ? "INSERT" : "UPDATE";
 	Oid			nsp = get_namespace_oid("schedq", false);
@@ -435,7 +436,8 @@ schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd)
 		elog(ERROR, "schedq.task does not exist");
 	if (!schedq_direct_writes)
 	{
-		schedq_direct_declined(DIRECT_DECLINE_OFF);
+		*why = DIRECT_DECLINE_OFF;
+		schedq_direct_declined(*why);
 		return false;
 	}
 	/* the executor's checks of a statement that writes a table */
@@ -449,13 +451,15 @@ schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd)
 	{
 		/* FORCE ROW LEVEL SECURITY on a table its non-superuser owner writes */
 		table_close(dw->rel, NoLock);
-		schedq_direct_declined(DIRECT_DECLINE_ROW_SECURITY);
+		*why = DIRECT_DECLINE_ROW_SECURITY;
+		schedq_direct_declined(*why);
 		return false;
 	}
 	if (cache.decline >= 0)
 	{
 		table_close(dw->rel, NoLock);
-		schedq_direct_declined(cache.decline);
+		*why = cache.decline;
+		schedq_direct_declined(*why);
 		return false;
 	}
 	/* CheckValidResultRel's: an UPDATE a publication could not replicate */
@@ -512,7 +516,7 @@ schedq_direct_claim_index(SchedqClaimIndex which)
 /*
  * Give the columns of a new row in slot that set[] does not mark the
  * table's defaults (NULL where a column has none), as the rewriter adds
- * them to an INSERT that leaves them out; then raise the executor's error
+ * them to an INSERT that leaves them out; then raise PostgreSQL's executor's error
  * for a NOT NULL column that is NULL.
  */
 void

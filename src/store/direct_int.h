@@ -48,7 +48,8 @@ typedef struct SchedqDirectWrite
 /* The attribute numbers of TASK_COLUMNS in the table as described. */
 extern AttrNumber schedq_direct_att[TASK_NUM_COLUMNS];
 
-extern bool schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd);
+extern bool schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd,
+								SchedqDirectDecline *why);
 extern void schedq_direct_end(SchedqDirectWrite *dw);
 extern Oid	schedq_direct_primary_key(void);
 extern Oid	schedq_direct_claim_index(SchedqClaimIndex which);

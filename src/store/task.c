@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  * store/task.c
- *	  The task table's knowledge (see task.h): status names, the options
+ *	  The task table's knowledge (see store/task.h): status names, the options
  *	  of a task with their defaults and checks, and the effects of making
  *	  a task available.
  *
  * A task made available lowers the claim floor to its place in claim
- * order (floor.c) and, after commit, wakes one waiting claim that could
- * take it (wake.c).  Every statement that makes tasks available goes
+ * order (store/floor.c) and, after commit, wakes one waiting claim that could
+ * take it (shared/wake.c).  Every statement that makes tasks available goes
  * through schedq_task_available_at_commit: submit's fast path, promotion,
  * a retry, a periodic tick.
  *-------------------------------------------------------------------------
@@ -254,7 +254,7 @@ schedq_task_options_check(SchedqTaskOptions *opts)
 /*
  * Make the options those of a SQL task for the built-in executor: kind
  * 'sql', payload {"command": command}, the capability 'sql' among the
- * required ones, so that only the executor (or a worker claiming with that
+ * required ones, so that only the SQL executors (or a worker claiming with that
  * capability) ever receives it, and schedq.sql_task_timeout as the timeout
  * when none is given, so that a forgotten command does not hold an
  * executor for ever.
@@ -408,7 +408,7 @@ static SchedqQuery q_gate_event =
  * task_id (nulls as SPI takes them, 'n' for NULL), and wake the scheduler
  * after commit.  The status trigger records one when a task holding a key,
  * or one that others depend on, leaves 'available'/'running'; so does a
- * complete that writes without the statement (direct.c).  SPI connected.
+ * complete that writes without the statement (store/direct.c).  SPI connected.
  */
 void
 schedq_task_gate_event(Datum *values, const char *nulls)

@@ -11,7 +11,7 @@
  *
  * complete goes first to where this backend's claim left the row (the
  * claimed-row hint), then through the primary key; its direct twin
- * (store/direct_update.c) writes without the executor where it may.
+ * (attempt_complete_direct below) writes without PostgreSQL's executor where it may.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -279,7 +279,7 @@ attempt_gate_event(HeapTuple old, TupleDesc desc)
 
 /*
  * q_complete's twin: complete attempt `attempt` (fenced by nonce) of a
- * task as that statement would, without the executor.  hint: where the
+ * task as that statement would, without PostgreSQL's executor.  hint: where the
  * claim left the row, or NULL.  DIRECT_DECLINED when the statement must
  * do it (the row is then locked by this transaction, which the statement
  * does not mind).
@@ -291,6 +291,7 @@ attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce, Datum result,
 	static const SchedqTaskColumn cols[] = { TASK_COL_STATUS, TASK_COL_RESULT,
 											 TASK_COL_FINISHED_AT };
 	SchedqDirectWrite			  dw;
+	SchedqDirectDecline			  why;
 	ItemPointerData				  tid;
 	TM_FailureData				  tmfd;
 	TupleDesc					  desc;
@@ -299,7 +300,7 @@ attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce, Datum result,
 	bool						  isnull;
 	SchedqDirectOutcome			  outcome = DIRECT_DONE;
 
-	if (!schedq_direct_begin(&dw, CMD_UPDATE))
+	if (!schedq_direct_begin(&dw, CMD_UPDATE, &why))
 		return DIRECT_DECLINED;
 	desc = RelationGetDescr(dw.rel);
 	if (!attempt_find(&dw, task_id, attempt, nonce, hint, &tid))
@@ -362,7 +363,7 @@ attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce, Datum result,
 /*
  * Complete a running attempt with this result.  Goes first to the row
  * where this session's claim left the attempt (the hint), then through
- * the primary key; without the executor where store/direct.h lets it.
+ * the primary key; without PostgreSQL's executor where store/direct.h lets it.
  * True when the attempt was running and is now done.
  */
 bool

@@ -447,22 +447,23 @@ claim_take(SchedqDirectWrite *dw, const SchedqClaimRequest *r,
 static int
 claim_direct(const SchedqClaimRequest *r, SchedqClaimed *rows)
 {
-	SchedqDirectWrite dw;
-	SchedqClaimIndex  which = r->filter == CLAIM_ONE_QUEUE ? CLAIM_INDEX_QUEUE :
-							  r->filter == CLAIM_SQL_TASKS ? CLAIM_INDEX_SQL :
-															 CLAIM_INDEX_ALL;
-	Oid				  indexoid;
-	Relation		  irel;
-	IndexScanDesc	  scan;
-	ScanKeyData		  keys[2];
-	ScanKeyData		  floor[3];
-	int				  nkeys = 0;
-	int				  taken = 0;
-	TupleTableSlot	 *lockslot;
-	ClaimArrays		  a;
-	bool			  xact_snapshot = IsolationUsesXactSnapshot();
+	SchedqDirectWrite	dw;
+	SchedqDirectDecline why;
+	SchedqClaimIndex which = r->filter == CLAIM_ONE_QUEUE ? CLAIM_INDEX_QUEUE :
+							 r->filter == CLAIM_SQL_TASKS ? CLAIM_INDEX_SQL :
+															CLAIM_INDEX_ALL;
+	Oid				 indexoid;
+	Relation		 irel;
+	IndexScanDesc	 scan;
+	ScanKeyData		 keys[2];
+	ScanKeyData		 floor[3];
+	int				 nkeys = 0;
+	int				 taken = 0;
+	TupleTableSlot	*lockslot;
+	ClaimArrays		 a;
+	bool			 xact_snapshot = IsolationUsesXactSnapshot();
 
-	if (!schedq_direct_begin(&dw, CMD_UPDATE))
+	if (!schedq_direct_begin(&dw, CMD_UPDATE, &why))
 		return -1;
 	indexoid = schedq_direct_claim_index(which);
 	if (!OidIsValid(indexoid))

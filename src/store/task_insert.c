@@ -145,7 +145,7 @@ insert_check_references(SchedqCall *call, SchedqTaskOptions *opts)
 					errdetail(
 						"A task may only depend on tasks of its own run."));
 		}
-		/* so that finishing a dependency frees this task (promote.c) */
+		/* so that finishing a dependency frees this task (pass/promote.c) */
 		schedq_plan_run(&q_mark_deps, values, NULL, 0, SPI_OK_UPDATE);
 	}
 }
@@ -193,7 +193,7 @@ insert_params(SchedqCall *call, const SchedqTaskOptions *opts,
 /*
  * q_insert's twin: insert n tasks, element i with the checked options
  * *opts[i] and the status statuses[i], owned by owner, as n q_insert
- * statements would, without the executor; their ids, drawn in order, go
+ * statements would, without PostgreSQL's executor; their ids, drawn in order, go
  * to ids[i].  None may have a dedup_key.  False, with nothing done, when
  * the statements must do it.
  */
@@ -202,13 +202,14 @@ insert_direct(const SchedqTaskOptions *const *opts, const char *const *statuses,
 			  int n, Oid owner, Datum *ids)
 {
 #define INSERT_CHUNK 1000
-	SchedqDirectWrite dw;
-	TupleTableSlot	 *slots[INSERT_CHUNK];
-	CommandId		  cid;
+	SchedqDirectWrite	dw;
+	SchedqDirectDecline why;
+	TupleTableSlot	   *slots[INSERT_CHUNK];
+	CommandId			cid;
 
 	if (n == 0)
 		return true;
-	if (!schedq_direct_begin(&dw, CMD_INSERT))
+	if (!schedq_direct_begin(&dw, CMD_INSERT, &why))
 		return false;
 	cid = GetCurrentCommandId(true);
 	for (int i = 0; i < Min(n, INSERT_CHUNK); i++)
@@ -267,7 +268,7 @@ insert_direct(const SchedqTaskOptions *const *opts, const char *const *statuses,
 
 /*
  * Insert n tasks without dedup_key (checked options, references checked),
- * in order; their ids go to ids[i].  Directly (direct.c), or with one
+ * in order; their ids go to ids[i].  Directly (store/direct.c), or with one
  * INSERT each where the direct path declines.
  */
 void

@@ -5,7 +5,7 @@
  *	  sweep for runs left running.
  *
  * A task of a run that ends fires the status trigger of schedq.task
- * (schedq._task_event(), triggers.c), which calls schedq_task_runs_ended():
+ * (schedq._task_event(), store/triggers.c), which calls schedq_task_runs_ended():
  *	- locks the run row, so the ends of a run's tasks are judged one at a
  *	  time, each seeing the others' committed states;
  *	- when the task failed for good or was canceled: under 'halt' cancels
@@ -162,7 +162,7 @@ run_finish_if_done(Datum run_id)
 
 /*
  * A task of run run_id ended with the given status (the status trigger,
- * triggers.c, calls this inside its SPI connection).  See the file header.
+ * store/triggers.c, calls this inside its SPI connection).  See the file header.
  */
 void
 schedq_task_runs_ended(Datum run_id, Datum task_id, SchedqTaskStatus status)

@@ -8,7 +8,7 @@
  *	  never evaluate it (AFTER UPDATE OF finished_at, run_at).
  *	- schedq._queue_changed(): the statement trigger of schedq.queue; any
  *	  change of it moves the queues generation, so that claims look at the
- *	  paused queues again once it commits (queue.c).
+ *	  paused queues again once it commits (store/queues.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -34,7 +34,7 @@ PG_FUNCTION_INFO_V1(schedq_task_event_trigger);
  *	- When it held a lock_key or a concurrency_key, or others depend on it,
  *	  record a gate event and wake the scheduler after commit.
  *	- When it ended and belongs to a run, apply the run's failure policy
- *	  and finish the run if it was the last (run.c).
+ *	  and finish the run if it was the last (store/task_runs.c).
  */
 Datum
 schedq_task_event_trigger(PG_FUNCTION_ARGS)
