@@ -22,47 +22,17 @@
 
 EXTENSION = schedq
 MODULE_big = schedq
-# In layers, each file calling only files of its own layer or below (see
-# the README's "Layout").
-OBJS = \
-	src/schedq.o \
-	src/settings.o \
-	src/launcher.o \
-	src/scheduler.o \
-	src/executor.o \
-	src/utility.o \
-	src/submit.o \
-	src/direct.o \
-	src/claim.o \
-	src/await.o \
-	src/attempt.o \
-	src/manage.o \
-	src/queue.o \
-	src/budget.o \
-	src/run.o \
-	src/periodic.o \
-	src/grant.o \
-	src/metrics.o \
-	src/triggers.o \
-	src/promote.o \
-	src/reaper.o \
-	src/task.o \
-	src/floor.o \
-	src/wake.o \
-	src/worker.o \
-	src/check.o \
-	src/isolate.o \
-	src/call.o \
-	src/plan.o \
-	src/xact.o \
-	src/version.o \
-	src/shmem.o \
-	src/cron.o
+# The source is in layers, one directory each, in this order: a file may
+# call files of its own directory and of the directories after it, never
+# those before (src/README.md; test/t/000_layout.pl checks it).
+SRC_LAYERS = process api pass store shared base
+OBJS = $(patsubst %.c,%.o,$(foreach d,$(SRC_LAYERS),$(sort $(wildcard src/$(d)/*.c))))
 
 DATA = $(wildcard sql/schedq--*.sql)
 
 # Warnings are errors in make check and CI (WERROR=1), not for a user
 # building with another compiler or PostgreSQL version.
+PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wmissing-prototypes
 ifeq ($(WERROR),1)
 PG_CFLAGS += -Werror
@@ -86,7 +56,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS does not track header dependencies.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*/*.h)
 
 # Objects built for one server are rebuilt for another: .build-for holds
 # the server the objects were built against, and changes with PG_CONFIG.
@@ -164,10 +134,10 @@ examples/node/node_modules/.package-lock.json: examples/node/package.json exampl
 
 .PHONY: format format-check
 format:
-	clang-format -i src/*.c src/*.h schedqctl/*.c schedqctl/*.h
+	clang-format -i src/*/*.[ch] schedqctl/*.[ch]
 
 format-check:
-	clang-format --dry-run --Werror src/*.c src/*.h schedqctl/*.c schedqctl/*.h
+	clang-format --dry-run --Werror src/*/*.[ch] schedqctl/*.[ch]
 
 # make analyze: clang-tidy (the Clang static analyzer and bugprone checks,
 # .clang-tidy says which and why not the others) over every C file, against
@@ -175,13 +145,13 @@ format-check:
 TIDY_JOBS ?= 2
 .PHONY: analyze
 analyze:
-	@ls src/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
+	@ls src/*/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
 		-D_GNU_SOURCE -Isrc -I$(shell $(PG_CONFIG) --includedir-server)
 	@ls schedqctl/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
 		-D_GNU_SOURCE -DFRONTEND -Ischedqctl -I$(shell $(PG_CONFIG) --includedir) \
 		-I$(shell $(PG_CONFIG) --includedir-server)
 
-# make fuzz: build test/fuzz/fuzz_cron (src/cron.c with backend stand-ins)
+# make fuzz: build test/fuzz/fuzz_cron (src/base/cron.c with backend stand-ins)
 # with clang's libFuzzer, ASan and UBSan and fuzz it for FUZZ_SECONDS
 # seconds; non-zero on a crash, failed check, hang or leak.  Needs clang and
 # libclang-rt-14-dev.  See test/fuzz/run.sh.

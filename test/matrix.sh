@@ -27,7 +27,7 @@
 #
 # $HABITS (default "format analyze fuzz"), each one check:
 #	format   clang-format --dry-run --Werror over src/ and schedqctl/
-#	analyze  cppcheck over src/ and schedqctl/ with .cppcheck-suppressions
+#	analyze  clang-tidy over src/ and schedqctl/ (.clang-tidy says which checks)
 #	fuzz     make fuzz for $FUZZ_SECONDS (default 60) seconds
 #
 # The last line is "N passed, M failed"; the exit status is non-zero when
@@ -36,6 +36,10 @@
 
 set -u
 set -o pipefail
+
+# Nothing of a calling make (its MAKEFLAGS carry command-line variables and
+# job-server descriptors) may reach the builds run here.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 TOP=$(pwd)

@@ -53,6 +53,10 @@
 set -eu
 set -o pipefail
 
+# Nothing of a calling make (its MAKEFLAGS carry command-line variables and
+# job-server descriptors) may reach the builds run here.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
 if [ "$(id -u)" = 0 ]; then
 	CACHE=${SCHEDQ_PG_CACHE:-/var/cache/schedq-pg}
 else

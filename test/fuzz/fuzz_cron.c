@@ -44,8 +44,8 @@
 #include "utils/datetime.h"
 #include "utils/errcodes.h"
 
-#include "compat.h"
-#include "cron.h"
+#include "base/compat.h"
+#include "base/cron.h"
 #include "shim.h"
 
 #undef fprintf

@@ -37,7 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "base/compat.h"
 #include "shim.h"
 
 /* Use the C library's printf family: ASan checks its writes. */

@@ -6,7 +6,7 @@
  * shim.c implements, outside any server: palloc and friends over a
  * per-input arena, the ereport machinery (an ERROR longjmps to the
  * harness), date2j, a small interval_in reached through
- * DirectFunctionCall3Coll, schedq_interval_usecs (same logic as
+ * DirectFunctionCall3Coll, schedq_cron_interval_usecs (same logic as
  * src/schedq.c), and a tiny model of PostgreSQL's time zone API with a few
  * rule-based zones.  pg_strcasecmp and pg_strncasecmp come from libpgport.
  *-------------------------------------------------------------------------

@@ -1,0 +1,210 @@
+/*-------------------------------------------------------------------------
+ * api/await.c
+ *	  schedq.await_task: wait for a task holding no snapshot and no lock;
+ *	  and what every waiting claim does with a wake-up it cannot use.
+ *
+ * A worker can wait in two ways.  claim(wait => ...) waits inside its
+ * statement: the statement's snapshot stays registered, so the session's
+ * xmin holds back VACUUM of every table of the database, and it keeps
+ * the locks its looks took on schedq's tables and indexes, so ALTER
+ * EXTENSION, REINDEX or DROP EXTENSION queue behind it.  await_task is a
+ * procedure that waits between transactions instead: CALLed outside a
+ * transaction block it runs non-atomically, so it can commit.  It
+ * registers as a waiter (wake.c), commits what the caller's transaction
+ * held, then looks once for a task it could take, in a transaction of its
+ * own that it commits at once, and sleeps on its latch holding nothing
+ * but the transaction that every CALL has open (no xid, no snapshot, no
+ * lock but its own virtual xid).  It returns woken = true when a look
+ * found a task it could take; the worker then claims it with claim().
+ *
+ * A look must not take what it found (the worker claims, with its own
+ * worker name and lease), yet it must not report a task that a claim in
+ * progress holds: the worker would call claim(), get nothing, call
+ * await_task, be told the same again, and spin for as long as that
+ * claim's transaction lasts.  So the look is the claim rule
+ * (store/task_claim.c) for one task, with FOR KEY SHARE SKIP LOCKED,
+ * committed at once.  A look that locked
+ * a row commits without waiting for its WAL to be flushed: losing that
+ * commit in a crash loses nothing but the lock.
+ *
+ * A wake-up names its task, and the waiters' table can only guess who
+ * could take it (wake.c).  A waiter whose look found nothing passes the
+ * wake-up on to the next waiter while the task is still there for some
+ * claim: available (in the snapshot: a claim in progress still shows it
+ * available, and the chain then ends at the first look after that claim
+ * commits), its queue not paused and its budgets with room (resume_queue
+ * and set_budget wake every waiter when those change).
+ * schedq_await_pass_on does that, for await_task and claim(wait => ...)
+ * alike.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/latch.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "api/await.h"
+#include "shared/call.h"
+#include "base/check.h"
+#include "base/compat.h"
+#include "base/cron.h"
+#include "store/floor.h"
+#include "shared/metrics.h"
+#include "shared/plan.h"
+#include "shared/shm.h"
+#include "shared/wake.h"
+#include "store/task_claim.h"
+
+/*
+ * After a look of a waiting claim that found nothing it could take: if
+ * the waiter was woken for a task that is still there for some claim,
+ * pass the wake-up on to the next waiter that could take it.  Inside the
+ * call bracket.
+ */
+void
+schedq_await_pass_on(void)
+{
+	const SchedqWakeTask *wake = schedq_wake_woken_for();
+
+	if (wake != NULL && schedq_task_claim_still_there(wake))
+		schedq_wake_pass_on();
+}
+
+/* What one await_task asks for, checked. */
+typedef struct AwaitArgs
+{
+	SchedqClaimRequest req; /* the queues, caps and filter of the look */
+	int64			   wait_us;
+} AwaitArgs;
+
+/*
+ * One look, in the current transaction (the caller commits it): is there
+ * a task the caller could claim?  If not, a wake-up this waiter cannot
+ * use goes on.
+ */
+static bool
+await_look(AwaitArgs *args)
+{
+	SchedqCall call;
+	bool	   found;
+
+	/* SET LOCAL synchronous_commit = off: see the header */
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	schedq_call_begin(&call);
+	args->req.caller = call.caller;
+	args->req.admin = call.admin;
+	schedq_floor_probe_if_due();
+	schedq_floor_get(&args->req.floor);
+	found = schedq_task_claim_look(&args->req);
+	if (!found)
+		schedq_await_pass_on();
+	schedq_call_end(&call);
+	return found;
+}
+
+PG_FUNCTION_INFO_V1(schedq_await_task);
+
+/*
+ * CALL schedq.await_task(queues, caps, wait, INOUT woken): wait until
+ * there is a task this worker could claim (woken = true) or wait has
+ * passed (false), holding no snapshot and no lock meanwhile.  Needs a
+ * non-atomic context: it commits the transaction it is called in.
+ */
+Datum
+schedq_await_task(PG_FUNCTION_ARGS)
+{
+	CallContext *context = (CallContext *) fcinfo->context;
+	AwaitArgs	 args;
+	TimestampTz	 deadline;
+	bool		 found = false;
+	TupleDesc	 desc;
+	Datum		 out;
+	bool		 outnull = false;
+
+	memset(&args, 0, sizeof(args));
+	args.req.filter = CLAIM_ALL_QUEUES;
+	if (!PG_ARGISNULL(0))
+	{
+		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(0);
+		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+
+		schedq_check_names("queues", arr, SCHEDQ_MAX_QUEUES);
+		args.req.queues = arr;
+		args.req.filter =
+			(nqueues == 1 && ARR_NDIM(arr) == 1 && ARR_LBOUND(arr)[0] == 1) ?
+				CLAIM_ONE_QUEUE :
+				CLAIM_SOME_QUEUES;
+	}
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("caps must not be null"),
+				errhint(
+					"Pass an empty array for a worker without capabilities."));
+	args.req.caps = PG_GETARG_ARRAYTYPE_P(1);
+	schedq_check_names("caps", args.req.caps, SCHEDQ_MAX_NAMES);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("wait must not be null"));
+	args.wait_us =
+		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(2), true,
+							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
+	/* the arguments first: a bad one is the same error anywhere */
+	if (context == NULL || !IsA(context, CallContext) || context->atomic)
+		ereport(
+			ERROR, errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+			errmsg("schedq.await_task cannot run inside a transaction block"),
+			errdetail(
+				"It commits the transaction it is called in, so that it holds no snapshot and no lock while it waits."),
+			errhint(
+				"CALL it on its own, not inside BEGIN or a function; or wait with schedq.claim(wait => ...)."));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	schedq_shm_require_preloaded();
+
+	/*
+	 * The arguments were detoasted into the CALL's memory, which outlives
+	 * the commits below; so does SPI's memory in a non-atomic connection.
+	 */
+	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect_ext failed");
+	deadline = GetCurrentTimestamp() + args.wait_us;
+	PG_TRY();
+	{
+		/* the caller's snapshot (the arguments') and locks go */
+		SPI_commit();
+		for (;;)
+		{
+			/* register before each look: a task committed after it wakes us */
+			schedq_wake_register(args.req.queues, args.req.caps, false);
+			found = await_look(&args);
+			/* the look's snapshot and locks go */
+			SPI_commit();
+			if (found)
+				break;
+			if (!schedq_wake_sleep(deadline,
+									 SCHEDQ_WAIT_EVENT("SchedqAwait")))
+				break;
+		}
+	}
+	PG_FINALLY();
+	{
+		schedq_wake_unregister();
+	}
+	PG_END_TRY();
+	SPI_finish();
+
+	desc = BlessTupleDesc(desc);
+	out = BoolGetDatum(found);
+	return HeapTupleGetDatum(heap_form_tuple(desc, &out, &outnull));
+}

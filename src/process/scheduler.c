@@ -1,0 +1,626 @@
+/*-------------------------------------------------------------------------
+ * process/scheduler.c
+ *	  The per-database scheduler: one background worker per database with
+ *	  schedq installed, started by the launcher; and
+ *	  schedq.scheduler_status(), which shows what each is doing.
+ *
+ * Each iteration is one transaction (worker.c's bracket): check that
+ * schedq is still installed (exit for good if not), then run the passes:
+ * the periodic pass (due ticks fire first: they are the most
+ * time-sensitive), the promotion pass in its two steps (gate events, then
+ * due tasks), a reaper pass when one is due, and find the next due time.
+ * Then sleep on the latch until the earliest of: the next pending run_at,
+ * the next periodic tick, the next reaper pass, schedq.promote_interval
+ * (the fallback).  Commits that create work set the latch (wake.c), so a
+ * submit is promoted at once and a task due in a second is promoted
+ * within milliseconds of its run_at.  Between iterations it keeps the
+ * database's SQL executors at strength (executor.c), and says so when it
+ * cannot for want of background worker slots.
+ *
+ * Nothing another session does can stop it:
+ *	- each pass runs in a subtransaction of its own.  One that fails (a
+ *	  lock timeout on a row someone holds in an idle transaction -- the
+ *	  workers run with a lock_timeout, worker.c --, a deadlock with DROP
+ *	  EXTENSION, a bug) is rolled back and reported as a WARNING, and the
+ *	  other passes go on; the failed one is tried again after a back-off
+ *	  that doubles from PASS_BACKOFF_FIRST_MS to PASS_BACKOFF_MAX_MS.  An
+ *	  error outside the passes rolls the iteration back, and the next one
+ *	  comes after the same kind of back-off.  The scheduler does not exit
+ *	  on an error: the launcher would start it again a second later, into
+ *	  the same error.
+ *	- it never waits for the promotion lock (promote.c): while a session
+ *	  that ran _promote_once() keeps its transaction open, promotion is
+ *	  skipped and tried again after PROMOTE_BUSY_RETRY_MS.
+ *	- its locks are out of any SQL function's reach (worker.c).
+ *	- its loop keeps a pace (worker.c): an iteration that did nothing
+ *	  sleeps at least SCHEDQ_IDLE_FLOOR_MS, and backs off when something
+ *	  it thought due could not be done, so a due time that stays due (a
+ *	  schedule row locked by someone, say) cannot make it spin.
+ *
+ * Only one scheduler acts per database: it holds a session-level lock
+ * (worker.h) for its lifetime, and a second one exits.  Every pass is
+ * idempotent.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "funcapi.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "base/compat.h"
+#include "process/sqlexec.h"
+#include "shared/isolate.h"
+#include "pass/periodic.h"
+#include "pass/promote.h"
+#include "pass/reaper.h"
+#include "process/scheduler.h"
+#include "base/settings.h"
+#include "shared/shm.h"
+#include "store/task.h"
+#include "base/version.h"
+#include "process/bgworker.h"
+
+/* The wait before a failed pass (or iteration) runs again: doubling. */
+#define PASS_BACKOFF_FIRST_MS 100
+#define PASS_BACKOFF_MAX_MS	  10000
+/* The wait before promotion is tried again while its lock is taken. */
+#define PROMOTE_BUSY_RETRY_MS 100
+
+/* What one iteration did, and when the next is due. */
+typedef struct SchedulerTick
+{
+	TimestampTz now;		  /* the time the passes run at */
+	TimestampTz wake;		  /* when the next iteration is due */
+	bool		more;		  /* a batch was full: go again at once */
+	int			done;		  /* ticks fired, tasks promoted, attempts reaped */
+	bool		promote_busy; /* another session holds the promotion lock */
+} SchedulerTick;
+
+/* One pass of an iteration, run in a subtransaction of its own. */
+typedef void (*SchedulerStep)(SchedulerTick *tick);
+
+typedef struct SchedulerPass
+{
+	const char	 *what; /* for messages */
+	SchedulerStep step;
+	TimestampTz	  retry_at;	  /* after a failure: not before this */
+	int			  backoff_ms; /* the wait after its last failure; 0: none */
+} SchedulerPass;
+
+static SchedqDatabase *scheduler_slot = NULL;
+static char			  *scheduler_dbname = NULL;
+
+/*
+ * Loop state that an error thrown out of an iteration must not lose (so
+ * not locals of the loop, which longjmp may leave indeterminate).
+ */
+static TimestampTz scheduler_next_reap = 0;
+static bool		   scheduler_unpark_needed = true;
+static int		   scheduler_backoff_ms = 0;		  /* of failed iterations */
+static bool		   scheduler_executors_short = false; /* said so already */
+static bool		   scheduler_said_distributed = false; /* said so already */
+
+static const char *const scheduler_state_names[] = {
+	[SCHEDULER_NONE] = "stopped",	 [SCHEDULER_STARTING] = "starting",
+	[SCHEDULER_IDLE] = "idle",		 [SCHEDULER_PROMOTING] = "promoting",
+	[SCHEDULER_REAPING] = "reaping", [SCHEDULER_DISABLED] = "disabled",
+};
+
+static void
+scheduler_set_state(SchedqSchedulerState state)
+{
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->state = state;
+	if (state == SCHEDULER_IDLE || state == SCHEDULER_DISABLED)
+		scheduler_slot->last_tick = GetCurrentTimestamp();
+	LWLockRelease(schedq_shm->lock);
+}
+
+static void
+scheduler_exit(int code, Datum arg)
+{
+	if (scheduler_slot == NULL)
+		return;
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	if (scheduler_slot->pid == MyProcPid)
+	{
+		scheduler_slot->pid = 0;
+		scheduler_slot->latch = NULL;
+		scheduler_slot->state = SCHEDULER_NONE;
+		scheduler_slot->sql_workers = 0;
+		scheduler_slot->sql_workers_wanted = 0;
+	}
+	LWLockRelease(schedq_shm->lock);
+}
+
+/*
+ * Leave for good: schedq is not installed in this database (any more).
+ * The launcher starts a scheduler here again only after CREATE EXTENSION.
+ */
+/*
+ * Say once, in the log, that this database's schedq is older than the
+ * library (the scheduler works on it all the same: it uses only what every
+ * version has), and once again when an ALTER EXTENSION UPDATE has brought
+ * it level.  Called in each iteration's transaction.
+ */
+static void
+scheduler_check_version(void)
+{
+	static int logged = 0;
+	int		   installed = schedq_version_installed();
+
+	if (installed == logged || installed <= 0)
+		return;
+	if (installed < SCHEDQ_LIBRARY_VERSION)
+		ereport(
+			LOG,
+			errmsg(
+				"schedq scheduler: database \"%s\" has schedq %s, older than the library's %s; working on it as it is",
+				scheduler_dbname, schedq_version_string(installed),
+				schedq_version_string(SCHEDQ_LIBRARY_VERSION)),
+			errhint("ALTER EXTENSION schedq UPDATE"));
+	else if (logged != 0)
+		ereport(LOG,
+				errmsg("schedq scheduler: database \"%s\" now has schedq %s",
+					   scheduler_dbname, schedq_version_string(installed)));
+	logged = installed;
+}
+
+static void
+scheduler_not_installed(void)
+{
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->absent = true;
+	LWLockRelease(schedq_shm->lock);
+	ereport(
+		LOG,
+		errmsg(
+			"schedq scheduler exiting: extension \"schedq\" is not installed in database \"%s\"",
+			scheduler_dbname));
+	proc_exit(0);
+}
+
+/* The next wait of a back-off: the first, or twice the last, at most the most. */
+static int
+scheduler_backoff(int last_ms)
+{
+	return last_ms == 0 ? PASS_BACKOFF_FIRST_MS :
+						  Min(last_ms * 2, PASS_BACKOFF_MAX_MS);
+}
+
+/* Every task parked: gate events are unlogged, and a crash may lose some. */
+static void
+step_unpark(SchedulerTick *tick)
+{
+	if (!schedq_task_distributed())
+		schedq_promote_unpark_all();
+}
+
+/*
+ * Is schedq.task distributed by Citus here?  Then the passes, written for
+ * one table, would fail on every statement (and the periodic pass would
+ * set every schedule aside): the scheduler stands aside, as if
+ * schedq.enabled were off, and says why once.
+ */
+static bool
+scheduler_distributed(void)
+{
+	if (!schedq_task_distributed())
+		return false;
+	if (!scheduler_said_distributed)
+		ereport(LOG,
+				errmsg("schedq scheduler: schedq.task is distributed by Citus; "
+					   "the scheduler's passes stay off in database \"%s\"",
+					   scheduler_dbname),
+				errhint("docs/scale-out.md: on Citus each node's passes "
+						"would have to run on its own shards."));
+	scheduler_said_distributed = true;
+	return true;
+}
+
+static void
+step_periodic(SchedulerTick *tick)
+{
+	tick->done += schedq_periodic_pass(tick->now, &tick->more);
+}
+
+static void
+step_events(SchedulerTick *tick)
+{
+	if (!schedq_promote_try_lock())
+	{
+		tick->promote_busy = true;
+		return;
+	}
+	tick->done += schedq_promote_events(tick->now, &tick->more);
+}
+
+static void
+step_promote(SchedulerTick *tick)
+{
+	if (!schedq_promote_try_lock())
+	{
+		tick->promote_busy = true;
+		return;
+	}
+	tick->done += schedq_promote_due(tick->now, &tick->more);
+}
+
+static void
+step_reap(SchedulerTick *tick)
+{
+	tick->done += schedq_reaper_pass(tick->now, &tick->more);
+}
+
+static void
+step_next_due(SchedulerTick *tick)
+{
+	/* Min() evaluates its arguments twice: query once */
+	TimestampTz next_due = schedq_promote_next_due(tick->now);
+	TimestampTz next_tick = schedq_periodic_next_due(tick->now);
+
+	tick->wake = Min(tick->wake, Min(next_due, next_tick));
+}
+
+static SchedulerPass pass_unpark = { "unparking every task", step_unpark };
+static SchedulerPass pass_periodic = { "the periodic pass", step_periodic };
+static SchedulerPass pass_events = { "the promotion pass (gate events)",
+									 step_events };
+static SchedulerPass pass_promote = { "the promotion pass (due tasks)",
+									  step_promote };
+static SchedulerPass pass_reap = { "the reaper pass", step_reap };
+static SchedulerPass pass_next = { "finding the next due time", step_next_due };
+
+/*
+ * Run a pass in a subtransaction, unless it is backing off after a
+ * failure.  On error, undo it, report the error as a WARNING and back
+ * off; the caller goes on with the other passes.  Returns whether it ran
+ * and succeeded.  What the pass adds to *tick counts only if it did.
+ */
+typedef struct SchedulerStepArg
+{
+	SchedulerPass *pass;
+	SchedulerTick *result;
+} SchedulerStepArg;
+
+static void
+scheduler_step(void *arg)
+{
+	SchedulerStepArg *s = arg;
+
+	s->pass->step(s->result);
+}
+
+static bool
+scheduler_try(SchedulerPass *pass, SchedulerTick *tick)
+{
+	SchedulerTick	 result = *tick;
+	SchedulerStepArg arg = { pass, &result };
+	ErrorData		*edata;
+
+	if (tick->now < pass->retry_at)
+	{
+		tick->wake = Min(tick->wake, pass->retry_at);
+		return false;
+	}
+
+	edata = schedq_isolate_subxact(scheduler_step, &arg);
+	if (edata == NULL)
+	{
+		*tick = result;
+		pass->backoff_ms = 0;
+		return true;
+	}
+	pass->backoff_ms = scheduler_backoff(pass->backoff_ms);
+	pass->retry_at = GetCurrentTimestamp() + (int64) pass->backoff_ms * 1000;
+	tick->wake = Min(tick->wake, pass->retry_at);
+	ereport(WARNING, errcode(edata->sqlerrcode),
+			errmsg("schedq scheduler: %s failed: %s", pass->what,
+				   edata->message),
+			edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			errhint("It is tried again in %d ms; the other passes go on.",
+					pass->backoff_ms));
+	FreeErrorData(edata);
+	return false;
+}
+
+/*
+ * One iteration: its transaction and its passes.
+ */
+static void
+scheduler_iterate(SchedulerTick *tick)
+{
+	bool unparked = false;
+
+	scheduler_set_state(SCHEDULER_PROMOTING);
+	schedq_bgworker_tick_begin("schedq scheduler: promoting");
+	if (!OidIsValid(get_extension_oid("schedq", true)))
+		scheduler_not_installed();
+	scheduler_check_version();
+	if (scheduler_distributed())
+	{
+		schedq_bgworker_tick_commit();
+		scheduler_set_state(SCHEDULER_DISABLED);
+		return;
+	}
+	if (scheduler_unpark_needed)
+		unparked = scheduler_try(&pass_unpark, tick);
+	(void) scheduler_try(&pass_periodic, tick);
+	(void) scheduler_try(&pass_events, tick);
+	(void) scheduler_try(&pass_promote, tick);
+	if (tick->promote_busy)
+		tick->wake =
+			Min(tick->wake, tick->now + (int64) PROMOTE_BUSY_RETRY_MS * 1000);
+	if (tick->now >= scheduler_next_reap)
+	{
+		scheduler_set_state(SCHEDULER_REAPING);
+		(void) scheduler_try(&pass_reap, tick);
+		scheduler_next_reap =
+			tick->now + (int64) schedq_reaper_interval_ms * 1000;
+	}
+	tick->wake = Min(tick->wake, scheduler_next_reap);
+	(void) scheduler_try(&pass_next, tick);
+	schedq_bgworker_tick_commit();
+	if (unparked)
+		scheduler_unpark_needed = false;
+	scheduler_set_state(SCHEDULER_IDLE);
+}
+
+/*
+ * An error escaped an iteration (outside its passes): roll the iteration
+ * back, report the error as a WARNING, and return how long to wait before
+ * the next one.  Called from PG_CATCH.
+ */
+static int
+scheduler_recover(MemoryContext cxt)
+{
+	ErrorData *edata;
+
+	HOLD_INTERRUPTS();
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	RESUME_INTERRUPTS();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	MemoryContextSwitchTo(cxt);
+
+	scheduler_backoff_ms = scheduler_backoff(scheduler_backoff_ms);
+	ereport(WARNING, errcode(edata->sqlerrcode),
+			errmsg("schedq scheduler: an iteration failed: %s", edata->message),
+			edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			errhint("The next one comes in %d ms.", scheduler_backoff_ms));
+	FreeErrorData(edata);
+	scheduler_set_state(SCHEDULER_IDLE);
+	return scheduler_backoff_ms;
+}
+
+/*
+ * Keep the SQL executors at strength, publish how many run, and say so,
+ * once, when some cannot start for want of a background worker slot.
+ */
+static void
+scheduler_keep_executors(void)
+{
+	int	 wanted;
+	bool no_slot;
+	int	 started = schedq_sqlexec_keep(&wanted, &no_slot);
+
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->sql_workers = started;
+	scheduler_slot->sql_workers_wanted = wanted;
+	LWLockRelease(schedq_shm->lock);
+
+	if (no_slot && !scheduler_executors_short)
+	{
+		ereport(
+			WARNING, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			errmsg(
+				"could not start a schedq SQL executor for database \"%s\": no background worker slot is free",
+				scheduler_dbname),
+			errdetail("%d of its %d SQL executors are running.", started,
+					  wanted),
+			schedq_bgworker_slots_errhint());
+		scheduler_executors_short = true;
+	}
+	else if (scheduler_executors_short && started >= wanted)
+	{
+		ereport(
+			LOG,
+			errmsg("all %d schedq SQL executors of database \"%s\" are running",
+				   wanted, scheduler_dbname));
+		scheduler_executors_short = false;
+	}
+}
+
+/*
+ * Main of the scheduler worker; main_arg is the database OID.
+ */
+void
+schedq_scheduler_main(Datum main_arg)
+{
+	Oid			  dboid = DatumGetObjectId(main_arg);
+	MemoryContext loop_cxt;
+	LOCKTAG		  tag;
+	SchedqPace	  pace = { 0 };
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("schedq scheduler");
+	schedq_bgworker_settings();
+
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot = schedq_shm_database_slot(dboid, true);
+	LWLockRelease(schedq_shm->lock);
+	if (scheduler_slot == NULL)
+		ereport(ERROR, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("schedq supports at most %d databases",
+					   SCHEDQ_MAX_DATABASES));
+
+	/* One scheduler per database: a second one leaves at once. */
+	schedq_lock_tag(&tag, SCHEDQ_LOCK_SCHEDULER);
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		ereport(
+			LOG,
+			errmsg(
+				"schedq scheduler exiting: another scheduler serves database %u",
+				dboid));
+		proc_exit(1);
+	}
+
+	before_shmem_exit(scheduler_exit, (Datum) 0);
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->pid = MyProcPid;
+	scheduler_slot->latch = MyLatch;
+	scheduler_slot->state = SCHEDULER_STARTING;
+	scheduler_slot->absent = false;
+	scheduler_slot->sql_workers = 0;
+	scheduler_slot->sql_workers_wanted = 0;
+	LWLockRelease(schedq_shm->lock);
+
+	schedq_bgworker_tick_begin("schedq scheduler: starting");
+	/* its name, for messages: a RENAME stops the scheduler first */
+	scheduler_dbname = get_database_name(dboid);
+	scheduler_dbname =
+		MemoryContextStrdup(TopMemoryContext,
+							scheduler_dbname ? scheduler_dbname : "?");
+	if (!OidIsValid(get_extension_oid("schedq", true)))
+		scheduler_not_installed();
+	/* a CREATE EXTENSION's request to start one is answered */
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->probe = false;
+	LWLockRelease(schedq_shm->lock);
+	{
+		/* if this fails, the iterations try again */
+		SchedulerTick start = { .now = GetCurrentTimestamp() };
+		bool		  unparked = scheduler_try(&pass_unpark, &start);
+
+		schedq_bgworker_tick_commit();
+		scheduler_unpark_needed = !unparked;
+	}
+
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "schedq scheduler loop",
+									 ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		SchedulerTick tick;
+		long		  timeout_ms;
+
+		MemoryContextSwitchTo(loop_cxt);
+		memset(&tick, 0, sizeof(tick));
+		tick.now = GetCurrentTimestamp();
+		tick.wake = tick.now + (int64) schedq_promote_interval_ms * 1000;
+		if (schedq_enabled)
+		{
+			PG_TRY();
+			{
+				scheduler_iterate(&tick);
+				scheduler_backoff_ms = 0;
+			}
+			PG_CATCH();
+			{
+				int backoff_ms = scheduler_recover(loop_cxt);
+
+				tick.more = false;
+				tick.done = 0;
+				tick.wake = GetCurrentTimestamp() + (int64) backoff_ms * 1000;
+			}
+			PG_END_TRY();
+		}
+		else
+			scheduler_set_state(SCHEDULER_DISABLED);
+		MemoryContextSwitchTo(loop_cxt);
+		MemoryContextReset(loop_cxt);
+		scheduler_keep_executors();
+
+		/* at once only after progress: a full batch was processed */
+		timeout_ms = tick.more ?
+						 0 :
+						 schedq_bgworker_pace_ms(&pace, tick.wake, tick.done > 0,
+											  schedq_promote_interval_ms);
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, SCHEDQ_WAIT_EVENT("SchedqSchedulerMain"));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
+
+PG_FUNCTION_INFO_V1(schedq_scheduler_status);
+
+/*
+ * schedq.scheduler_status(): one row per database with a scheduler, and
+ * one per database whose scheduler the launcher could not start for want
+ * of a background worker slot (state 'no worker slot', no pid).
+ */
+Datum
+schedq_scheduler_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedqDatabase copy[SCHEDQ_MAX_DATABASES];
+
+	schedq_shm_require_preloaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(schedq_shm->lock, LW_SHARED);
+	memcpy(copy, schedq_shm->databases, sizeof(copy));
+	LWLockRelease(schedq_shm->lock);
+
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+	{
+		Datum values[6];
+		bool  nulls[6] = { false, false, false, false, false, false };
+		char *datname;
+
+		if (copy[i].dboid == InvalidOid ||
+			(copy[i].pid == 0 && !copy[i].no_worker_slot))
+			continue;
+		datname = get_database_name(copy[i].dboid);
+		if (datname == NULL)
+			continue;
+		values[0] = DirectFunctionCall1(namein, CStringGetDatum(datname));
+		if (copy[i].pid != 0)
+		{
+			values[1] = Int32GetDatum(copy[i].pid);
+			values[2] =
+				CStringGetTextDatum(scheduler_state_names[copy[i].state]);
+			values[3] = TimestampTzGetDatum(copy[i].last_tick);
+			nulls[3] = copy[i].last_tick == 0;
+			values[4] = Int32GetDatum(copy[i].sql_workers);
+			values[5] = Int32GetDatum(copy[i].sql_workers_wanted);
+		}
+		else
+		{
+			values[2] = CStringGetTextDatum("no worker slot");
+			nulls[1] = nulls[3] = nulls[4] = nulls[5] = true;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

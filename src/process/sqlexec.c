@@ -1,0 +1,504 @@
+/*-------------------------------------------------------------------------
+ * process/sqlexec.c
+ *	  The built-in SQL executors: a pool of schedq.sql_workers background
+ *	  workers per database, started and kept at strength by that
+ *	  database's scheduler (schedq_sqlexec_keep), running the tasks of
+ *	  submit_sql and schedule_sql.
+ *
+ * An executor claims through the same schedq.claim as any worker, with
+ * the capability 'sql' that only it presents.  Each task runs in its own
+ * transaction, as the task's owner with that role's privileges and no
+ * more: the executor switches its user id to the owner for the statement,
+ * in a security-restricted operation (as REFRESH MATERIALIZED VIEW runs
+ * as the view's owner), so the command can neither SET ROLE nor SET
+ * SESSION AUTHORIZATION back to the executor's superuser.  The task's
+ * timeout arms the statement timeout timer, which the command cannot
+ * lift.  The command and complete() commit
+ * together; on error the transaction rolls back and fail() records the
+ * error, retrying per the task's policy.  An owner that was dropped or
+ * lost LOGIN fails the task for good.
+ *
+ * The executor publishes the attempt it runs in its slot in shared memory
+ * (shared/sqlslots.c says what the reaper and cancel do with it: a task
+ * is never run twice at once).  A command may catch the interrupt of its
+ * statement (query_canceled in a PL/pgSQL exception block) and go on: it
+ * is then terminated, and its scheduler starts another executor.
+ *
+ * Each iteration of an executor allocates in a memory context reset at
+ * the start of the next: claims, commands, grants and error reports are
+ * not kept.
+ *
+ * Commands run inside a transaction, like a function body: statements
+ * that cannot (VACUUM, CREATE INDEX CONCURRENTLY, ...) fail with
+ * PostgreSQL's own error.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/lock.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "base/check.h"
+#include "base/compat.h"
+#include "process/sqlexec.h"
+#include "shared/call.h"
+#include "shared/sqlslots.h"
+#include "store/task_attempt.h"
+#include "shared/plan.h"
+#include "base/settings.h"
+#include "shared/shm.h"
+#include "store/task.h"
+#include "shared/wake.h"
+#include "process/bgworker.h"
+#include "shared/commit.h"
+
+/* lock_timeout as configured, before the workers' own (worker.c). */
+static char *executor_lock_timeout = NULL;
+
+/* Most SQL executors per database. */
+#define EXECUTORS_PER_DATABASE 64
+
+/* In a scheduler: the executors it keeps running. */
+static BackgroundWorkerHandle *pool_handles[EXECUTORS_PER_DATABASE];
+static TimestampTz			   pool_stopped_at[EXECUTORS_PER_DATABASE];
+
+/*
+ * Keep schedq.sql_workers executors running for this scheduler's
+ * database: start missing ones (one second after one stopped), stop extra
+ * ones after a reload lowered it.  Called by the scheduler.  Returns how
+ * many are started (or starting); *wanted is how many there should be,
+ * and *no_slot is set when one could not be started because no background
+ * worker slot was free (max_worker_processes), for the scheduler to say.
+ */
+int
+schedq_sqlexec_keep(int *wanted, bool *no_slot)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			want = Min(schedq_sql_workers, EXECUTORS_PER_DATABASE);
+	int			started = 0;
+
+	*wanted = want;
+	*no_slot = false;
+
+	for (int i = 0; i < EXECUTORS_PER_DATABASE; i++)
+	{
+		pid_t pid;
+
+		if (pool_handles[i] != NULL &&
+			GetBackgroundWorkerPid(pool_handles[i], &pid) == BGWH_STOPPED)
+		{
+			pfree(pool_handles[i]);
+			pool_handles[i] = NULL;
+			pool_stopped_at[i] = now;
+		}
+		if (i >= want && pool_handles[i] != NULL)
+			TerminateBackgroundWorker(pool_handles[i]);
+		if (i < want && pool_handles[i] == NULL &&
+			now >= pool_stopped_at[i] + USECS_PER_SEC)
+		{
+			BackgroundWorker worker;
+			MemoryContext	 old = MemoryContextSwitchTo(TopMemoryContext);
+
+			schedq_bgworker_fill(&worker, "schedq_sqlexec_main",
+							   "schedq sql executor", MyDatabaseId);
+			snprintf(worker.bgw_name, BGW_MAXLEN,
+					 "schedq sql executor %d for database %u", i + 1,
+					 MyDatabaseId);
+			/* an executor leaves when the scheduler that started it is gone */
+			memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
+			if (!RegisterDynamicBackgroundWorker(&worker, &pool_handles[i]))
+			{
+				pool_handles[i] = NULL;
+				pool_stopped_at[i] = now;
+				*no_slot = true;
+			}
+			MemoryContextSwitchTo(old);
+		}
+		if (i < want && pool_handles[i] != NULL)
+			started++;
+	}
+	return started;
+}
+
+/* A claimed SQL task. */
+typedef struct ExecutorTask
+{
+	int64		id;
+	int32		attempt;
+	char	   *token;
+	char	   *command;
+	Oid			owner;
+	TimestampTz deadline; /* when the attempt times out; 0: never */
+} ExecutorTask;
+
+/*
+ * Claim one SQL task, copied into the caller's memory context (the
+ * iteration's).  Returns false when there is none.
+ */
+static bool
+executor_claim(const char *worker, ExecutorTask *task)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum		  arg = CStringGetTextDatum(worker);
+	SchedqCall	  call;
+	bool		  found;
+
+	schedq_bgworker_tick_begin("schedq sql executor: claiming");
+	if (!OidIsValid(get_extension_oid("schedq", true)))
+		proc_exit(0);
+	if (SPI_execute_with_args(
+			"SELECT c.id, c.attempt, c.token, c.payload->>'command'"
+			" FROM schedq._claim_sql($1) c",
+			1, (Oid[]){ TEXTOID }, &arg, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		HeapTuple	  tuple = SPI_tuptable->vals[0];
+		TupleDesc	  desc = SPI_tuptable->tupdesc;
+		bool		  isnull;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		task->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		task->attempt = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		task->token = pstrdup(SPI_getvalue(tuple, desc, 3));
+		task->command = SPI_getvalue(tuple, desc, 4);
+		task->command = pstrdup(task->command ? task->command : "");
+		MemoryContextSwitchTo(old);
+
+		/* its owner, and the deadline the claim set (a statement after it) */
+		schedq_call_begin(&call);
+		if (!schedq_task_attempt_owner(task->id, &task->owner,
+									   &task->deadline))
+			elog(ERROR, "could not read the task an executor claimed");
+		schedq_call_end(&call);
+	}
+	schedq_bgworker_tick_commit();
+	MemoryContextSwitchTo(cxt);
+	return found;
+}
+
+/*
+ * Record the end of an attempt: complete(token, result), or fail(token,
+ * error, permanent).  Returns false when the attempt was no longer the
+ * running one (complete or fail changed nothing).
+ */
+static bool
+executor_report(ExecutorTask *task, const char *error, bool permanent,
+				int64 rows)
+{
+	bool isnull;
+
+	if (error == NULL)
+	{
+		Datum args[2] = { CStringGetTextDatum(task->token),
+						  Int64GetDatum(rows) };
+
+		if (SPI_execute_with_args(
+				"SELECT schedq.complete($1, jsonb_build_object('rows', $2))", 2,
+				(Oid[]){ TEXTOID, INT8OID }, args, NULL, false,
+				0) != SPI_OK_SELECT)
+			elog(ERROR, "could not complete");
+		return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	else
+	{
+		Datum args[3] = { CStringGetTextDatum(task->token),
+						  CStringGetTextDatum(error), BoolGetDatum(permanent) };
+
+		if (SPI_execute_with_args("SELECT schedq.fail($1, $2, permanent => $3)",
+								  3, (Oid[]){ TEXTOID, TEXTOID, BOOLOID }, args,
+								  NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not fail");
+		return strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								   1),
+					  "stale") != 0;
+	}
+}
+
+/*
+ * Why the owner cannot run its task, or NULL.
+ */
+static char *
+executor_owner_problem(Oid owner)
+{
+	HeapTuple tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
+	char	 *problem = NULL;
+
+	if (!HeapTupleIsValid(tuple))
+		return psprintf(
+			"the role that submitted the task (OID %u) no longer exists",
+			owner);
+	if (!((Form_pg_authid) GETSTRUCT(tuple))->rolcanlogin)
+		problem = psprintf(
+			"role \"%s\" that submitted the task is not permitted to log in",
+			NameStr(((Form_pg_authid) GETSTRUCT(tuple))->rolname));
+	ReleaseSysCache(tuple);
+	return problem;
+}
+
+/*
+ * Has the attempt reached its deadline?
+ */
+static bool
+executor_timed_out(ExecutorTask *task)
+{
+	return task->deadline != 0 && GetCurrentTimestamp() >= task->deadline;
+}
+
+/*
+ * Record that an attempt failed with `error`.  The message is cut to what
+ * fail() takes (PostgreSQL quotes a bad value whole in some messages).  If
+ * even that cannot be recorded (the task's row locked by someone past
+ * lock_timeout, say), say so and go on: once this executor no longer
+ * publishes the attempt, the reaper takes it back when its lease expires.
+ * An executor never dies of one task's failure.
+ */
+static void
+executor_record_error(ExecutorTask *task, const char *error)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			  len = strlen(error);
+
+	if (len > SCHEDQ_MAX_ERROR_BYTES)
+		error =
+			pnstrdup(error, pg_mbcliplen(error, len, SCHEDQ_MAX_ERROR_BYTES));
+	PG_TRY();
+	{
+		schedq_bgworker_tick_begin("schedq sql executor: recording an error");
+		(void) executor_report(task, error, false, 0);
+		schedq_bgworker_tick_commit();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(
+			WARNING,
+			errmsg(
+				"schedq sql executor could not record the failure of task " INT64_FORMAT
+				": %s",
+				task->id, edata->message),
+			errdetail("The attempt is taken back when its lease expires."));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+}
+
+/*
+ * Run a claimed task as its owner, and record the outcome.
+ *
+ * The command's own settings (SET search_path, SET datestyle, ...) are
+ * undone before the executor runs anything of its own, as REFRESH
+ * MATERIALIZED VIEW undoes those of the view's owner: otherwise a command
+ * could plant a search_path that the executor's next query, run as the
+ * superuser, would resolve names through.  The command commits only
+ * together with a complete() that accepted the attempt: when the task was
+ * canceled or taken back meanwhile, the command's writes roll back.  The
+ * task stays published (so the reaper keeps its lease) until that
+ * transaction has ended.
+ *
+ * An attempt that reaches its deadline has timed out, however it ends: a
+ * command that caught the cancel of its statement and finished, or that
+ * was then canceled again, rolls back and fails with "timeout", as the
+ * reaper records a timed-out attempt of any task.
+ */
+static void
+executor_run(ExecutorTask *task)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char		 *error = NULL;
+	int64		  rows = 0;
+	char		 *problem;
+
+	schedq_sqlslots_publish(task->id, task->attempt);
+	schedq_bgworker_tick_begin(task->command);
+	problem = executor_owner_problem(task->owner);
+	if (problem != NULL)
+	{
+		/* a role problem will not go away by retrying */
+		executor_report(task, problem, true, 0);
+		schedq_bgworker_tick_commit();
+		MemoryContextSwitchTo(cxt);
+		schedq_sqlslots_publish(0, 0);
+		return;
+	}
+
+	PG_TRY();
+	{
+		Oid save_userid;
+		int save_sec;
+		int save_nestlevel;
+
+		/*
+		 * The attempt's deadline, as statement_timeout.  SPI does not arm
+		 * that timer (the top-level query loop does), so arm it here; the
+		 * command cannot lift it with SET.
+		 */
+		if (task->deadline != 0)
+			enable_timeout_at(STATEMENT_TIMEOUT, task->deadline);
+		GetUserIdAndSecContext(&save_userid, &save_sec);
+		save_nestlevel = NewGUCNestLevel();
+		/*
+		 * The command waits for locks as any session would: the workers'
+		 * own bound on lock waits (worker.c) is not the command's.
+		 */
+		/*
+		 * Saved and restored with the nest level, as a function's SET
+		 * clause is: set with PGC_S_OVERRIDE it would become the
+		 * executor's default, and the executor's own queries after the
+		 * command (complete, fail, the next claims) would wait without
+		 * bound for a lock a task's owner holds.
+		 */
+		(void) set_config_option("lock_timeout", executor_lock_timeout,
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+		SetUserIdAndSecContext(task->owner, save_sec |
+												SECURITY_LOCAL_USERID_CHANGE |
+												SECURITY_RESTRICTED_OPERATION);
+		if (SPI_execute(task->command, false, 0) < 0)
+			elog(ERROR, "could not run the command");
+		rows = (int64) SPI_processed;
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		AtEOXact_GUC(false, save_nestlevel);
+		SetUserIdAndSecContext(save_userid, save_sec);
+		if (executor_timed_out(task))
+			ereport(ERROR, errcode(ERRCODE_QUERY_CANCELED),
+					errmsg("canceling statement due to statement timeout"));
+		if (!executor_report(task, NULL, false, rows))
+			ereport(
+				ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				errmsg(
+					"the attempt was canceled or taken back while its command ran"));
+		schedq_bgworker_tick_commit();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		AbortCurrentTransaction();
+		error = edata->message;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+			executor_timed_out(task))
+			error = "timeout";
+	}
+	PG_END_TRY();
+
+	if (error != NULL)
+		executor_record_error(task, error);
+	/*
+	 * Session-level advisory locks the command took go with its task: the
+	 * next task in this executor, of whatever role, must not inherit them.
+	 */
+	LockReleaseAll(USER_LOCKMETHOD, true);
+	MemoryContextSwitchTo(cxt);
+	schedq_sqlslots_publish(0, 0);
+}
+
+/*
+ * Main of an executor; main_arg is the database OID, bgw_extra holds the
+ * scheduler's pid: an executor leaves when its scheduler is gone.
+ */
+void
+schedq_sqlexec_main(Datum main_arg)
+{
+	Oid			  dboid = DatumGetObjectId(main_arg);
+	pid_t		  scheduler_pid;
+	char		 *worker;
+	ArrayType	 *caps;
+	Datum		  sql = CStringGetTextDatum(TASK_SQL);
+	MemoryContext loop_cxt;
+
+	memcpy(&scheduler_pid, MyBgworkerEntry->bgw_extra, sizeof(pid_t));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, StatementCancelHandler);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("schedq sql executor");
+	/* the server's lock_timeout, for the commands (executor_run) */
+	executor_lock_timeout =
+		MemoryContextStrdup(TopMemoryContext,
+							GetConfigOption("lock_timeout", false, false));
+	schedq_bgworker_settings();
+
+	schedq_sqlslots_take(dboid);
+
+	worker = MemoryContextStrdup(TopMemoryContext,
+								 psprintf("schedq sql executor %d", MyProcPid));
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		caps = construct_array(&sql, 1, TEXTOID, -1, false, TYPALIGN_INT);
+		MemoryContextSwitchTo(old);
+	}
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "schedq executor loop",
+									 ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		ExecutorTask	task;
+		SchedqDatabase *db;
+		bool			orphan;
+
+		/* what the last iteration allocated, its task included, goes */
+		MemoryContextSwitchTo(loop_cxt);
+		MemoryContextReset(loop_cxt);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		LWLockAcquire(schedq_shm->lock, LW_SHARED);
+		db = schedq_shm_database_slot(dboid, false);
+		orphan = db == NULL || db->pid != scheduler_pid;
+		LWLockRelease(schedq_shm->lock);
+		if (orphan)
+			proc_exit(0); /* the scheduler that started us is gone */
+
+		/* register before looking, so that a task made available after the look wakes us */
+		schedq_wake_register(NULL, caps, true);
+		if (schedq_enabled && executor_claim(worker, &task))
+		{
+			schedq_wake_unregister();
+			executor_run(&task);
+			continue;
+		}
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 schedq_promote_interval_ms,
+						 SCHEDQ_WAIT_EVENT("SchedqExecutorIdle"));
+		ResetLatch(MyLatch);
+	}
+}

@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ * shared/plan.h
+ *	  Kept SPI plans: each query of schedq is prepared once per backend.
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDQ_PLAN_H
+#define SCHEDQ_PLAN_H
+
+#include "executor/spi.h"
+
+/*
+ * A query and its kept plan.  Declare one static SchedqQuery per query
+ * text, next to the text, so that no two texts share a plan cache slot.
+ */
+typedef struct SchedqQuery
+{
+	const char *sql;
+	int			nargs;
+	const Oid  *argtypes;
+	SPIPlanPtr	plan; /* NULL until first used */
+} SchedqQuery;
+
+#define SCHEDQ_QUERY(sql, ...)                                                 \
+	{                                                                          \
+		(sql), lengthof(((const Oid[]){ __VA_ARGS__ })),                       \
+			(const Oid[]){ __VA_ARGS__ }, NULL                                 \
+	}
+#define SCHEDQ_QUERY0(sql)                                                     \
+	{                                                                          \
+		(sql), 0, NULL, NULL                                                   \
+	}
+
+extern int	  schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,
+						 long count, int expected);
+extern Portal schedq_plan_cursor_open(SchedqQuery *query, Datum *values,
+								 const char *nulls);
+
+#endif /* SCHEDQ_PLAN_H */

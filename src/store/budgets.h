@@ -1,0 +1,14 @@
+/*-------------------------------------------------------------------------
+ * store/budgets.h
+ *	  Budget admission for claims.
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDQ_BUDGETS_H
+#define SCHEDQ_BUDGETS_H
+
+#include "postgres.h"
+
+extern bool schedq_budgets_any(void);
+extern bool schedq_budgets_admit(Datum budgets, Datum cost);
+
+#endif /* SCHEDQ_BUDGETS_H */

@@ -1,0 +1,267 @@
+/*-------------------------------------------------------------------------
+ * store/task_runs.c
+ *	  Workflows: create_run, cancel_run, what applies a run's failure
+ *	  policy and finishes it when one of its tasks ends, and the reaper's
+ *	  sweep for runs left running.
+ *
+ * A task of a run that ends fires the status trigger of schedq.task
+ * (schedq._task_event(), triggers.c), which calls schedq_task_runs_ended():
+ *	- locks the run row, so the ends of a run's tasks are judged one at a
+ *	  time, each seeing the others' committed states;
+ *	- when the task failed for good or was canceled: under 'halt' cancels
+ *	  every live task of the run; under 'continue' skips its transitive
+ *	  dependents (found through task_depends_on_idx, never by scanning the
+ *	  run); either way the run can no longer end 'done' (had_failure);
+ *	- finishes the run when no live task is left: 'failed' if anything
+ *	  failed, was canceled or skipped, else 'done'.  cancel_run marks the
+ *	  run 'canceled' first, so the triggers of the tasks it cancels find it
+ *	  finished and do nothing.
+ * A crash between the last task's end and that trigger cannot happen (same
+ * transaction), but a run can still be left running (say, by a trigger
+ * disabled by hand); the reaper finishes such runs.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+#include "shared/call.h"
+#include "base/check.h"
+#include "shared/sqlslots.h"
+#include "shared/metrics.h"
+#include "shared/plan.h"
+#include "store/task_runs.h"
+#include "store/task.h"
+
+static SchedqQuery q_create =
+	SCHEDQ_QUERY("INSERT INTO schedq.run (name, failure_policy, owner)"
+				 " VALUES ($1, $2, $3::regrole) RETURNING id",
+				 TEXTOID, TEXTOID, OIDOID);
+static SchedqQuery q_lock_run =
+	SCHEDQ_QUERY("SELECT status, failure_policy, owner::oid FROM schedq.run"
+				 " WHERE id = $1 FOR UPDATE",
+				 INT8OID);
+static SchedqQuery q_mark_failure =
+	SCHEDQ_QUERY("UPDATE schedq.run SET had_failure = true"
+				 " WHERE id = $1 AND NOT had_failure",
+				 INT8OID);
+static SchedqQuery q_skip =
+	SCHEDQ_QUERY("WITH RECURSIVE d(id) AS ("
+				 "  SELECT t.id FROM schedq.task t"
+				 "  WHERE t.depends_on @> ARRAY[$2::bigint]"
+				 "    AND t.depends_on <> '{}' AND t.run_id = $1"
+				 "  UNION"
+				 "  SELECT t.id FROM d, schedq.task t"
+				 "  WHERE t.depends_on @> ARRAY[d.id]"
+				 "    AND t.depends_on <> '{}' AND t.run_id = $1)"
+				 " UPDATE schedq.task SET status = 'skipped',"
+				 "   finished_at = now()"
+				 " WHERE id IN (SELECT id FROM d)"
+				 "   AND status IN " TASK_LIVE_SQL,
+				 INT8OID, INT8OID);
+static SchedqQuery q_any_live =
+	SCHEDQ_QUERY("SELECT FROM schedq.task WHERE run_id = $1"
+				 " AND status IN " TASK_LIVE_SQL " LIMIT 1",
+				 INT8OID);
+static SchedqQuery q_finish =
+	SCHEDQ_QUERY("UPDATE schedq.run SET finished_at = now(),"
+				 " status = CASE WHEN had_failure THEN 'failed' ELSE 'done' END"
+				 " WHERE id = $1 AND status = 'running'",
+				 INT8OID);
+static SchedqQuery q_cancel_run =
+	SCHEDQ_QUERY("UPDATE schedq.run SET status = 'canceled',"
+				 " finished_at = now() WHERE id = $1",
+				 INT8OID);
+static SchedqQuery q_cancel_tasks =
+	SCHEDQ_QUERY("UPDATE schedq.task t SET status = 'canceled',"
+				 "  finished_at = now()"
+				 " FROM (SELECT id, status FROM schedq.task"
+				 "       WHERE run_id = $1"
+				 "         AND status IN " TASK_LIVE_SQL "       FOR UPDATE) o"
+				 " WHERE t.id = o.id"
+				 " RETURNING t.id, o.status = 'running'",
+				 INT8OID);
+static SchedqQuery q_orphans = SCHEDQ_QUERY0(
+	"UPDATE schedq.run r SET finished_at = now(),"
+	" status = CASE WHEN r.had_failure THEN 'failed' ELSE 'done' END"
+	" WHERE r.id IN (SELECT o.id FROM schedq.run o"
+	"   WHERE o.status = 'running' AND o.has_tasks"
+	"     AND NOT EXISTS (SELECT FROM schedq.task t WHERE t.run_id = o.id"
+	"       AND t.status IN " TASK_LIVE_SQL ")"
+	"   LIMIT 100 FOR UPDATE SKIP LOCKED)");
+
+/*
+ * Note every task a statement canceled that was running, so that an
+ * executor running it has its statement canceled after commit.
+ */
+static void
+run_note_canceled(int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+		bool was_running =
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i],
+									   SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (was_running)
+			schedq_sqlslots_cancel_at_commit(DatumGetInt64(
+				SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+							  &isnull)));
+	}
+}
+
+/*
+ * Cancel every live task of a run, noting the running ones so that an
+ * executor running one has its statement interrupted after commit.
+ */
+static void
+run_cancel_live_tasks(Datum run_id)
+{
+	run_note_canceled(
+		schedq_plan_run(&q_cancel_tasks, &run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+}
+
+PG_FUNCTION_INFO_V1(schedq_create_run);
+
+/*
+ * schedq.create_run(name, failure_policy): a new run, owned by the caller.
+ */
+Datum
+schedq_create_run(PG_FUNCTION_ARGS)
+{
+	SchedqCall call;
+	Datum	   values[3];
+	char	   nulls[3] = { PG_ARGISNULL(0) ? 'n' : ' ', ' ', ' ' };
+	char	  *policy;
+	bool	   isnull;
+	int64	   id;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("failure_policy must not be null"));
+	if (!PG_ARGISNULL(0))
+		schedq_check_name("name", PG_GETARG_TEXT_PP(0));
+	schedq_check_name("failure_policy", PG_GETARG_TEXT_PP(1));
+	policy = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (strcmp(policy, "halt") != 0 && strcmp(policy, "continue") != 0)
+		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("invalid failure_policy \"%s\"", policy),
+				errhint("The policies are \"halt\" and \"continue\"."));
+	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+
+	schedq_call_begin(&call);
+	values[2] = ObjectIdGetDatum(call.caller);
+	schedq_plan_run(&q_create, values, nulls, 0, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									 SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_call_end(&call);
+	PG_RETURN_INT64(id);
+}
+
+PG_FUNCTION_INFO_V1(schedq_cancel_run);
+
+/*
+ * schedq.cancel_run(run_id): cancel the run and every unfinished task of
+ * it.  False, changing nothing, when the run is already finished.
+ */
+Datum
+schedq_cancel_run(PG_FUNCTION_ARGS)
+{
+	SchedqCall call;
+	Datum	   id;
+	bool	   canceled = false;
+	bool	   isnull;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("run_id must not be null"));
+	id = PG_GETARG_DATUM(0);
+
+	schedq_call_begin(&call);
+	if (schedq_plan_run(&q_lock_run, &id, NULL, 0, SPI_OK_SELECT) > 0)
+	{
+		Oid owner =
+			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 3, &isnull));
+
+		if (!schedq_call_acts_for(&call, owner))
+			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied for run " INT64_FORMAT,
+						   DatumGetInt64(id)));
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								1),
+				   "running") == 0)
+		{
+			schedq_plan_run(&q_cancel_run, &id, NULL, 0, SPI_OK_UPDATE);
+			run_cancel_live_tasks(id);
+			schedq_metrics_count(METRIC_RUNS_FINISHED, 1);
+			canceled = true;
+		}
+	}
+	schedq_call_end(&call);
+	PG_RETURN_BOOL(canceled);
+}
+
+/*
+ * Finish a run if no live task of it is left.  The run row is locked.
+ */
+static void
+run_finish_if_done(Datum run_id)
+{
+	if (schedq_plan_run(&q_any_live, &run_id, NULL, 1, SPI_OK_SELECT) > 0)
+		return;
+	if (schedq_plan_run(&q_finish, &run_id, NULL, 0, SPI_OK_UPDATE) > 0)
+		schedq_metrics_count(METRIC_RUNS_FINISHED, 1);
+}
+
+/*
+ * A task of run run_id ended with the given status (the status trigger,
+ * triggers.c, calls this inside its SPI connection).  See the file header.
+ */
+void
+schedq_task_runs_ended(Datum run_id, Datum task_id, SchedqTaskStatus status)
+{
+	char *policy;
+
+	if (schedq_plan_run(&q_lock_run, &run_id, NULL, 0, SPI_OK_SELECT) == 0 ||
+		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+			   "running") != 0)
+		return;
+	policy = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+	if (status != TASK_DONE)
+		schedq_plan_run(&q_mark_failure, &run_id, NULL, 0, SPI_OK_UPDATE);
+	if (status == TASK_FAILED || status == TASK_CANCELED)
+	{
+		if (strcmp(policy, "halt") == 0)
+			run_cancel_live_tasks(run_id);
+		else
+		{
+			Datum values[2] = { run_id, task_id };
+
+			/* the transitive dependents, through the GIN index */
+			schedq_plan_run(&q_skip, values, NULL, 0, SPI_OK_UPDATE);
+		}
+	}
+	run_finish_if_done(run_id);
+}
+
+/*
+ * The reaper's sweep: finish runs left running whose tasks have all
+ * ended.  Returns how many.
+ */
+int
+schedq_task_runs_reap(void)
+{
+	int n;
+
+	n = schedq_plan_run(&q_orphans, NULL, NULL, 0, SPI_OK_UPDATE);
+	schedq_metrics_count(METRIC_ORPHAN_RUNS_REAPED, n);
+	schedq_metrics_count(METRIC_RUNS_FINISHED, n);
+	return n;
+}
