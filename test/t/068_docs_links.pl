@@ -13,8 +13,10 @@
 #	      (fenced blocks, `spans`) are not links.
 #	  (b) Every page the code names in a message, a hint or a comment:
 #	      each "docs/PAGE.md" or "docs/PAGE.md#anchor" in the C files and
-#	      headers under src/ and schedqctl/ and in schedqctl/schedqctl.1
-#	      is a tracked page, and the anchor a heading of it.
+#	      headers under src/ and schedqctl/, in schedqctl/schedqctl.1, and
+#	      in the scripts of test/ and test/citus/ (make demo and make
+#	      check-citus print them) is a tracked page, and the anchor a
+#	      heading of it.
 #	  Reads the tree; starts no server.
 #-------------------------------------------------------------------------
 use strict;
@@ -102,7 +104,10 @@ is(scalar(@broken), 0, 'every relative link resolves, every anchor is a heading'
 
 # (b) Pages named by the code.
 my @code = sort grep {
-	(m{^src/.*\.[ch]$} || m{^schedqctl/.*\.[ch]$} || $_ eq 'schedqctl/schedqctl.1')
+	(        m{^src/.*\.[ch]$}
+		  || m{^schedqctl/.*\.[ch]$}
+		  || $_ eq 'schedqctl/schedqctl.1'
+		  || m{^test/(citus/)?[^/]*\.sh$})
 } @files;
 ok(scalar(grep { m{^src/} } @code) >= 10, 'the C files are found');
 my (@missing, $named);
