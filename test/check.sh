@@ -41,6 +41,8 @@
 #	ISOLATION_EXTENSIONS   extensions created in the isolation database
 #	                       (default: schedq)
 #	SUITES                 subset of "regress isolation tap" (default: all)
+#	SCHEDQ_CHECK_CONF      lines added to test/schedq.conf, the configuration
+#	                       of the pg_regress and isolation servers
 #	SCHEDQ_CHECK_USER      OS user used when running as root (postgres)
 #	SCHEDQ_CHECK_TIMEOUT   overall time budget in seconds (default 3000)
 #	SCHEDQ_CHECK_KEEP=1    keep the work directory even when everything passed
@@ -283,6 +285,10 @@ rm -rf "$WORK/results" "$WORK/regression.diffs" "$WORK/regression.out" \
 	"$WORK/test/tmp_check" "$WORK/test/output_iso"
 mkdir -p "$WORK/home" "$WORK/logs" "$WORK/tap"
 [ -f "$WORK/test/schedq.conf" ] || fatal "test/schedq.conf is missing"
+if [ -n "${SCHEDQ_CHECK_CONF-}" ]; then
+	printf '%s\n' "$SCHEDQ_CHECK_CONF" >>"$WORK/test/schedq.conf"
+	say "check.sh: the pg_regress servers also have: $SCHEDQ_CHECK_CONF"
+fi
 
 if [ "$(id -u)" = 0 ]; then
 	id -u "$RUN_USER" >/dev/null 2>&1 ||

@@ -7,12 +7,15 @@
 #
 # Each entry of $MATRIX is MAJOR[:SUITES] or MAJOR=PG_CONFIG[:SUITES];
 # SUITES is a comma-separated list of regress, isolation, tap, or
-# tap=FILE+FILE (those TAP files only):
+# tap=FILE+FILE (those TAP files only), and conf=NAME=VALUE adds a setting
+# to the pg_regress and isolation servers:
 #	15                    Debian's PostgreSQL 15, every suite
 #	18                    PostgreSQL 18 built with assertions, every suite
 #	17:regress,isolation,tap=070_package
 #	                      Debian trixie's PostgreSQL 17 in a trixie root,
 #	                      and its Debian package
+#	15:regress,isolation,conf=schedq.direct_writes=off
+#	                      again with every write through its statement
 #	16=/opt/pg16/bin/pg_config   a server a maintainer has (16, 19, ...)
 # The servers come from test/pg-server.sh (built or fetched once, cached).
 # A server of another major than 15 is also the target of
@@ -44,7 +47,7 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 TOP=$(pwd)
 
-MATRIX=${MATRIX:-15 18 17:regress,isolation,tap=070_package}
+MATRIX=${MATRIX:-15 15:regress,isolation,conf=schedq.direct_writes=off 18 17:regress,isolation,tap=070_package}
 HABITS=${HABITS-format analyze fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 UPGRADE_FROM=${UPGRADE_FROM:-15-main}
@@ -129,7 +132,7 @@ run_entry()
 	suites=all
 	[ "$spec" != "$entry" ] && suites=${entry#*:}
 	major=${spec%%=*}
-	log="$LOGDIR/pg$major.log"
+	log="$LOGDIR/pg$major-$(echo "$suites" | tr -c 'a-z0-9\n' _).log"
 	if [ "$suites" != all ]; then
 		local s list=""
 		for s in ${suites//,/ }; do
@@ -137,6 +140,9 @@ run_entry()
 			tap=*)
 				list="$list tap"
 				suite_env+=(TAP_TESTS="$(echo "${s#tap=}" | tr + ' ')")
+				;;
+			conf=*)
+				suite_env+=(SCHEDQ_CHECK_CONF="$(echo "${s#conf=}" | sed 's/=/ = /')")
 				;;
 			*) list="$list $s" ;;
 			esac

@@ -124,8 +124,8 @@ attempt_check_one_dimension(const char *what, ArrayType *arr)
  * call bracket: what it allocates must outlive the SPI connection.
  */
 void
-schedq_attempt_tokens_read(FunctionCallInfo fcinfo, int tokens_arg, int results_arg,
-				   const char *fn, SchedqTokens *t)
+schedq_attempt_tokens_read(FunctionCallInfo fcinfo, int tokens_arg,
+						   int results_arg, const char *fn, SchedqTokens *t)
 {
 	Datum	  *tokens;
 	bool	  *token_nulls;
@@ -237,11 +237,12 @@ schedq_attempt_complete_tokens(SchedqTokens *t)
 
 		if (k > 0 && attempt_same_token(t, order[k - 1], i))
 			continue;
-		t->completed[i] = schedq_task_attempt_complete(
-			DatumGetInt64(t->ids[i]), DatumGetInt32(t->attempts[i]),
-			DatumGetInt64(t->nonces[i]),
-			t->results ? t->results[i] : (Datum) 0,
-			!(t->results && !t->result_nulls[i]));
+		t->completed[i] =
+			schedq_task_attempt_complete(DatumGetInt64(t->ids[i]),
+										 DatumGetInt32(t->attempts[i]),
+										 DatumGetInt64(t->nonces[i]),
+										 t->results ? t->results[i] : (Datum) 0,
+										 !(t->results && !t->result_nulls[i]));
 		if (t->completed[i])
 			ndone++;
 	}
@@ -318,10 +319,10 @@ schedq_fail(PG_FUNCTION_ARGS)
 										 SCHEDQ_MAX_INTERVAL_TEXT);
 
 	schedq_call_begin(&call);
-	outcome = schedq_task_attempt_fail(token.task_id, token.attempt,
-									   &token.nonce,
-									   text_to_cstring(PG_GETARG_TEXT_PP(1)),
-									   retry_us, PG_GETARG_BOOL(3));
+	outcome =
+		schedq_task_attempt_fail(token.task_id, token.attempt, &token.nonce,
+								 text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								 retry_us, PG_GETARG_BOOL(3));
 	schedq_call_end(&call);
 	PG_RETURN_TEXT_P(cstring_to_text(outcome_names[outcome]));
 }

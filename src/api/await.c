@@ -192,8 +192,7 @@ schedq_await_task(PG_FUNCTION_ARGS)
 			SPI_commit();
 			if (found)
 				break;
-			if (!schedq_wake_sleep(deadline,
-									 SCHEDQ_WAIT_EVENT("SchedqAwait")))
+			if (!schedq_wake_sleep(deadline, SCHEDQ_WAIT_EVENT("SchedqAwait")))
 				break;
 		}
 	}

@@ -153,8 +153,7 @@ claim_wait(ClaimArgs *args)
 			if (taken > 0)
 				break;
 			schedq_await_pass_on();
-			if (!schedq_wake_sleep(deadline,
-									 SCHEDQ_WAIT_EVENT("SchedqClaim")))
+			if (!schedq_wake_sleep(deadline, SCHEDQ_WAIT_EVENT("SchedqClaim")))
 				break;
 		}
 	}

@@ -61,7 +61,8 @@ schedq_cancel(PG_FUNCTION_ARGS)
 	id = PG_GETARG_DATUM(0);
 
 	schedq_call_begin(&call);
-	if (schedq_task_manage_lock(&call, id, &status) && TASK_STATUS_IS_LIVE(status))
+	if (schedq_task_manage_lock(&call, id, &status) &&
+		TASK_STATUS_IS_LIVE(status))
 	{
 		if (status == TASK_RUNNING)
 			schedq_sqlslots_cancel_at_commit(DatumGetInt64(id));

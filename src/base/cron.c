@@ -645,15 +645,10 @@ cron_days_in_month(int year, int month)
 static bool
 cron_day_ok(const SchedqSchedule *s, int year, int month, int day)
 {
-	bool mday;
-	int	 wd;
-	bool wday;
+	int	 wd = (date2j(year, month, day) + 1) % 7; /* 0 = Sunday */
+	bool mday = day >= 1 && day <= 31 && (s->mdays & (((uint32) 1) << day));
+	bool wday = (s->wdays & (((uint32) 1) << wd)) != 0;
 
-	if (day < 1 || day > 31)
-		return false;
-	mday = (s->mdays & (((uint32) 1) << day)) != 0;
-	wd = (date2j(year, month, day) + 1) % 7; /* 0 = Sunday */
-	wday = (s->wdays & (((uint32) 1) << wd)) != 0;
 	if (s->day_or)
 		return mday || wday;
 	return mday && wday;

@@ -1,7 +1,6 @@
 /*-------------------------------------------------------------------------
  * pass/periodic.c
- *	  Periodic tasks: schedule, schedule_sql, unschedule, next_runs, and
- *	  the periodic pass the scheduler runs.
+ *	  The periodic pass the scheduler runs: fire every due tick.
  *
  * A schedule's state is its row in schedq.periodic: next_run is the tick
  * to fire next.  The pass fires every due tick in one statement: it locks
@@ -38,60 +37,13 @@
 #include "shared/isolate.h"
 #include "shared/metrics.h"
 #include "pass/periodic.h"
+#include "store/task_ticks.h"
 #include "shared/plan.h"
 #include "store/task.h"
 #include "shared/wake.h"
 
-#define PERIODIC_BATCH	   1000
-#define PERIODIC_BATCH_SQL CppAsString2(PERIODIC_BATCH)
-#define NEXT_RUNS_MAX	   10000
+#define PERIODIC_BATCH_SQL CppAsString2(TASK_TICKS_BATCH)
 
-/*
- * Fire the due ticks at $1: of every due schedule when $2 is NULL, or of
- * that one.  No join in here: each step reads the due rows themselves (or
- * their ctids), so the plan stays linear in the due schedules whatever
- * the statistics say -- a schedule table analysed while empty must not
- * turn a thousand ticks into a million comparisons.  A tick's task takes
- * the id its schedule drew in advance (next_task_id), so the INSERT needs
- * nothing from the UPDATE and each task is inserted as soon as its
- * schedule row is locked; the schedules move on after.
- */
-static SchedqQuery q_fire = SCHEDQ_QUERY(
-	"WITH due AS ("
-	"  SELECT p.ctid AS row, p.*, EXISTS (SELECT FROM schedq.task t"
-	"    WHERE t.id = p.last_task_id AND t.status IN " TASK_LIVE_SQL ") AS busy"
-	"  FROM schedq.periodic p"
-	"  WHERE p.enabled AND p.next_run <= $1"
-	"    AND ($2::text IS NULL OR p.name = $2)"
-	"  ORDER BY p.next_run LIMIT " PERIODIC_BATCH_SQL
-	"  FOR UPDATE SKIP LOCKED),"
-	" ins AS ("
-	"  INSERT INTO schedq.task (id, kind, payload, queue, priority, status,"
-	"    run_at, max_attempts, timeout, lock_key, concurrency_key,"
-	"    required_caps, budgets, cost, owner, periodic, created_at)"
-	"  SELECT d.next_task_id, d.kind, d.payload, d.queue, d.priority,"
-	"    CASE WHEN" TASK_NO_KEYS_SQL "THEN 'available' ELSE 'pending' END,"
-	"    d.next_run, d.max_attempts, d.timeout, d.lock_key,"
-	"    d.concurrency_key, d.required_caps, d.budgets, d.cost, d.owner,"
-	"    d.name, clock_timestamp()"
-	"  FROM due d WHERE NOT d.busy"
-	"  RETURNING status," TASK_AVAILABLE_COLUMNS "),"
-	" fired AS ("
-	"  UPDATE schedq.periodic p SET last_task_id = p.next_task_id,"
-	"    next_task_id = nextval('schedq.task_id_seq'),"
-	"    last_run = p.next_run, fired = p.fired + 1, last_error = NULL,"
-	"    next_run = schedq._next_run(p.schedule, p.timezone,"
-	"                                greatest(p.next_run, $1))"
-	"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE NOT d.busy))),"
-	" skipped AS ("
-	"  UPDATE schedq.periodic p SET skipped = p.skipped + 1,"
-	"    next_run = schedq._next_run(p.schedule, p.timezone,"
-	"                                greatest(p.next_run, $1))"
-	"  WHERE p.ctid = ANY (ARRAY(SELECT d.row FROM due d WHERE d.busy))"
-	"  RETURNING p.name)"
-	" SELECT false, ins.* FROM ins"
-	" UNION ALL SELECT true, NULL, NULL, NULL, NULL, NULL, NULL FROM skipped",
-	TIMESTAMPTZOID, TEXTOID);
 static SchedqQuery q_due_names =
 	SCHEDQ_QUERY("SELECT name FROM schedq.periodic"
 				 " WHERE enabled AND next_run <= $1"
@@ -107,386 +59,10 @@ static SchedqQuery q_disable =
 				 " SET enabled = false, last_error = $2"
 				 " WHERE name = $1",
 				 TEXTOID, TEXTOID);
-static SchedqQuery q_upsert = SCHEDQ_QUERY(
-	"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
-	"  enabled, queue, priority, max_attempts, timeout, lock_key,"
-	"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-	"  $15, $16, $17::regrole)"
-	" ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule,"
-	"  kind = EXCLUDED.kind, payload = EXCLUDED.payload,"
-	"  timezone = EXCLUDED.timezone, enabled = EXCLUDED.enabled,"
-	"  queue = EXCLUDED.queue, priority = EXCLUDED.priority,"
-	"  max_attempts = EXCLUDED.max_attempts, timeout = EXCLUDED.timeout,"
-	"  lock_key = EXCLUDED.lock_key, concurrency_key = EXCLUDED.concurrency_key,"
-	"  required_caps = EXCLUDED.required_caps, budgets = EXCLUDED.budgets,"
-	"  cost = EXCLUDED.cost, next_run = EXCLUDED.next_run,"
-	"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()"
-	/* a row another role inserted meanwhile is that role's to replace */
-	" WHERE $18 OR pg_has_role($17, p.owner::oid, 'USAGE')",
-	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
-	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-	NUMERICOID, TIMESTAMPTZOID, OIDOID, BOOLOID);
-static SchedqQuery q_owner = SCHEDQ_QUERY(
-	"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
-	TEXTOID);
-static SchedqQuery q_delete =
-	SCHEDQ_QUERY("DELETE FROM schedq.periodic WHERE name = $1", TEXTOID);
 static SchedqQuery q_next_due =
 	SCHEDQ_QUERY("SELECT min(next_run) FROM schedq.periodic"
 				 " WHERE enabled AND next_run > $1",
 				 TIMESTAMPTZOID);
-
-/*
- * Parse a schedule and its time zone and find its first run after
- * `after`.  Raises an error for a bad schedule, a bad time zone, or a
- * schedule that never fires.
- */
-static TimestampTz
-periodic_first_run(const char *schedule, const char *timezone,
-				   TimestampTz after)
-{
-	SchedqSchedule sched;
-	pg_tz		  *tz;
-	TimestampTz	   next;
-
-	schedq_cron_parse(schedule, &sched);
-	tz = schedq_cron_timezone(timezone);
-	if (!schedq_cron_next(&sched, tz, after, &next))
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("schedule \"%s\" never fires", schedule),
-				errdetail("No time after %s matches it.",
-						  timestamptz_to_str(after)));
-	return next;
-}
-
-/*
- * An error unless a schedule and its time zone are within the limits
- * (check.h), before either is parsed or quoted in a message.
- */
-static void
-periodic_check_schedule(text *schedule, text *timezone)
-{
-	schedq_check_text_size("schedule", schedule, SCHEDQ_MAX_SCHEDULE_BYTES);
-	schedq_check_name("timezone", timezone);
-}
-
-PG_FUNCTION_INFO_V1(schedq_next_runs);
-
-/*
- * schedq.next_runs(schedule, timezone, after, n): the next n runs.
- */
-Datum
-schedq_next_runs(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		  *schedule;
-	char		  *timezone;
-	TimestampTz	   after = PG_GETARG_TIMESTAMPTZ(2);
-	int32		   n = PG_GETARG_INT32(3);
-	SchedqSchedule sched;
-	pg_tz		  *tz;
-
-	periodic_check_schedule(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
-	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	timezone = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (n <= 0 || n > NEXT_RUNS_MAX)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("n must be between 1 and %d", NEXT_RUNS_MAX));
-	if (TIMESTAMP_NOT_FINITE(after))
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("after must be finite"));
-	schedq_cron_parse(schedule, &sched);
-	tz = schedq_cron_timezone(timezone);
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	for (int i = 0; i < n; i++)
-	{
-		TimestampTz next;
-		Datum		value;
-		bool		isnull = false;
-
-		CHECK_FOR_INTERRUPTS();
-		if (!schedq_cron_next(&sched, tz, after, &next))
-			break;
-		value = TimestampTzGetDatum(next);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value,
-							 &isnull);
-		after = next;
-	}
-	return (Datum) 0;
-}
-
-PG_FUNCTION_INFO_V1(schedq_next_run);
-
-/*
- * schedq._next_run(schedule, timezone, after): the first run after, or
- * NULL if there is none.  Used by the periodic pass.
- */
-Datum
-schedq_next_run(PG_FUNCTION_ARGS)
-{
-	SchedqSchedule sched;
-	TimestampTz	   next;
-
-	schedq_cron_parse(text_to_cstring(PG_GETARG_TEXT_PP(0)), &sched);
-	if (!schedq_cron_next(&sched,
-						  schedq_cron_timezone(
-							  text_to_cstring(PG_GETARG_TEXT_PP(1))),
-						  PG_GETARG_TIMESTAMPTZ(2), &next))
-		PG_RETURN_NULL();
-	PG_RETURN_TIMESTAMPTZ(next);
-}
-
-/* The columns of a schedule (schedule's arguments) and of its tasks. */
-#define SCHEDULE_COLUMNS 15
-
-static const int schedule_task_options[SCHEDULE_COLUMNS] = {
-	-1, /* name */
-	-1, /* schedule */
-	OPT_KIND,
-	OPT_PAYLOAD,
-	-1, /* timezone */
-	-1, /* enabled */
-	OPT_QUEUE,
-	OPT_PRIORITY,
-	OPT_MAX_ATTEMPTS,
-	OPT_TIMEOUT,
-	OPT_LOCK_KEY,
-	OPT_CONCURRENCY_KEY,
-	OPT_REQUIRED_CAPS,
-	OPT_BUDGETS,
-	OPT_COST,
-};
-
-/*
- * Check the task options a schedule carries, by the rules of submit.
- * Inside the call bracket.
- */
-static void
-periodic_check_options(Datum *values, bool *nulls, bool sql)
-{
-	SchedqTaskOptions opts;
-
-	schedq_task_options_init(&opts);
-	opts.sql = sql;
-	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
-		if (schedule_task_options[i] >= 0)
-		{
-			opts.v[schedule_task_options[i]] = values[i];
-			opts.null[schedule_task_options[i]] = nulls[i];
-		}
-	/* what no schedule has: a run_at (each tick's own), dependencies */
-	opts.v[OPT_RUN_AT] =
-		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	opts.null[OPT_RUN_AT] = false;
-	opts.v[OPT_DEPENDS_ON] = PointerGetDatum(construct_empty_array(INT8OID));
-	opts.null[OPT_DEPENDS_ON] = false;
-	schedq_task_options_check(&opts);
-	schedq_task_check_budgets(opts.v[OPT_BUDGETS]);
-}
-
-/*
- * Create or replace a schedule (sql: of a SQL task, by schedule_sql).
- * values[] holds, in order: name, schedule, kind, payload, timezone,
- * enabled, queue, priority, max_attempts, timeout, lock_key,
- * concurrency_key, required_caps, budgets, cost.
- */
-static void
-periodic_upsert(Datum *values, bool *nulls, bool sql)
-{
-	static const char *const required[] = {
-		"name",	   "schedule", "kind",			"payload",		"timezone",
-		"enabled", "queue",	   "priority",		"max_attempts", NULL,
-		NULL,	   NULL,	   "required_caps", "budgets",		"cost"
-	};
-	Datum		args[SCHEDULE_COLUMNS + 3];
-	char		argnulls[SCHEDULE_COLUMNS + 3];
-	SchedqCall	call;
-	char	   *name;
-	TimestampTz next;
-	bool		isnull;
-
-	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
-		if (nulls[i] && required[i] != NULL)
-			ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					errmsg("%s must not be null", required[i]));
-	name = TextDatumGetCString(values[0]);
-	if (name[0] == '\0')
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("name must not be empty"));
-	schedq_check_name("name", DatumGetTextPP(values[0]));
-	periodic_check_schedule(DatumGetTextPP(values[1]),
-							DatumGetTextPP(values[4]));
-	next = periodic_first_run(TextDatumGetCString(values[1]),
-							  TextDatumGetCString(values[4]),
-							  GetCurrentTimestamp());
-
-	schedq_call_begin(&call);
-	periodic_check_options(values, nulls, sql);
-
-	/* replacing another role's schedule takes that role's privileges */
-	if (schedq_plan_run(&q_owner, values, NULL, 0, SPI_OK_SELECT) > 0 &&
-		!schedq_call_acts_for(&call, DatumGetObjectId(
-										   SPI_getbinval(SPI_tuptable->vals[0],
-														 SPI_tuptable->tupdesc,
-														 1, &isnull))))
-		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				errmsg("permission denied for periodic task \"%s\"", name));
-
-	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
-	{
-		args[i] = values[i];
-		argnulls[i] = nulls[i] ? 'n' : ' ';
-	}
-	args[SCHEDULE_COLUMNS] = TimestampTzGetDatum(next);
-	argnulls[SCHEDULE_COLUMNS] = ' ';
-	args[SCHEDULE_COLUMNS + 1] = ObjectIdGetDatum(call.caller);
-	argnulls[SCHEDULE_COLUMNS + 1] = ' ';
-	args[SCHEDULE_COLUMNS + 2] = BoolGetDatum(call.admin);
-	argnulls[SCHEDULE_COLUMNS + 2] = ' ';
-
-	/*
-	 * The owner check above sees no row when another role is inserting
-	 * the same name concurrently; ON CONFLICT then waits for it, and its
-	 * WHERE refuses to replace that role's schedule.
-	 */
-	if (schedq_plan_run(&q_upsert, args, argnulls, 0, SPI_OK_INSERT) == 0)
-		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				errmsg("permission denied for periodic task \"%s\"", name));
-	schedq_call_end(&call);
-	schedq_wake_scheduler_at_commit();
-}
-
-PG_FUNCTION_INFO_V1(schedq_schedule);
-
-/*
- * schedq.schedule(name, schedule, kind, payload, timezone, enabled, queue,
- * priority, max_attempts, timeout, lock_key, concurrency_key,
- * required_caps, budgets, cost): create or replace by name.
- */
-Datum
-schedq_schedule(PG_FUNCTION_ARGS)
-{
-	Datum values[SCHEDULE_COLUMNS];
-	bool  nulls[SCHEDULE_COLUMNS];
-
-	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
-	{
-		nulls[i] = PG_ARGISNULL(i);
-		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
-	}
-	periodic_upsert(values, nulls, false);
-	PG_RETURN_DATUM(values[0]);
-}
-
-PG_FUNCTION_INFO_V1(schedq_schedule_sql);
-
-/*
- * schedq.schedule_sql(name, schedule, command, timezone): a periodic SQL
- * task for the built-in executor, run as the role that scheduled it, with
- * every other option at its default.
- */
-Datum
-schedq_schedule_sql(PG_FUNCTION_ARGS)
-{
-	SchedqTaskOptions opts;
-	Datum			  values[SCHEDULE_COLUMNS];
-	bool			  nulls[SCHEDULE_COLUMNS];
-
-	if (PG_ARGISNULL(2))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("command must not be null"));
-	schedq_task_options_init(&opts);
-	schedq_task_options_defaults(&opts);
-	schedq_task_options_add_sql(&opts, text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
-		if (schedule_task_options[i] >= 0)
-		{
-			values[i] = opts.v[schedule_task_options[i]];
-			nulls[i] = opts.null[schedule_task_options[i]];
-		}
-	values[0] = PG_GETARG_DATUM(0);
-	nulls[0] = PG_ARGISNULL(0);
-	values[1] = PG_GETARG_DATUM(1);
-	nulls[1] = PG_ARGISNULL(1);
-	values[4] = PG_GETARG_DATUM(3);
-	nulls[4] = PG_ARGISNULL(3);
-	values[5] = BoolGetDatum(true);
-	nulls[5] = false;
-	periodic_upsert(values, nulls, true);
-	PG_RETURN_DATUM(values[0]);
-}
-
-PG_FUNCTION_INFO_V1(schedq_unschedule);
-
-/*
- * schedq.unschedule(name): remove a schedule.  Its tasks stay.
- */
-Datum
-schedq_unschedule(PG_FUNCTION_ARGS)
-{
-	SchedqCall call;
-	Datum	   name;
-	bool	   found = false;
-	bool	   isnull;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("name must not be null"));
-	name = PG_GETARG_DATUM(0);
-	schedq_check_name("name", DatumGetTextPP(name));
-
-	schedq_call_begin(&call);
-	if (schedq_plan_run(&q_owner, &name, NULL, 0, SPI_OK_SELECT) > 0)
-	{
-		if (!schedq_call_acts_for(&call,
-									DatumGetObjectId(
-										SPI_getbinval(SPI_tuptable->vals[0],
-													  SPI_tuptable->tupdesc, 1,
-													  &isnull))))
-			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					errmsg("permission denied for periodic task \"%s\"",
-						   TextDatumGetCString(name)));
-		found = schedq_plan_run(&q_delete, &name, NULL, 0, SPI_OK_DELETE) > 0;
-	}
-	schedq_call_end(&call);
-	PG_RETURN_BOOL(found);
-}
-
-/*
- * Fire the due ticks at `now`: of every due schedule when name is 0, or of
- * that one.  Returns the number of rows the statement returned and adds
- * to *fired and *skipped.
- */
-static int
-periodic_fire(TimestampTz now, Datum name, int *fired, int *skipped)
-{
-	Datum values[2] = { TimestampTzGetDatum(now), name };
-	char  nulls[2] = { ' ', name == (Datum) 0 ? 'n' : ' ' };
-	int	  n;
-
-	n = schedq_plan_run(&q_fire, values, nulls, 0, SPI_OK_SELECT);
-
-	for (int i = 0; i < n; i++)
-	{
-		HeapTuple tuple = SPI_tuptable->vals[i];
-		TupleDesc desc = SPI_tuptable->tupdesc;
-		bool	  isnull;
-
-		if (DatumGetBool(SPI_getbinval(tuple, desc, 1, &isnull)))
-		{
-			(*skipped)++;
-			continue;
-		}
-		(*fired)++;
-		if (schedq_task_status(SPI_getvalue(tuple, desc, 2)) == TASK_AVAILABLE)
-			schedq_task_row_available_at_commit(tuple, desc, 3);
-		else
-			schedq_wake_scheduler_at_commit();
-	}
-	return n;
-}
 
 /* One step of the periodic pass, for schedq_isolate_try. */
 typedef struct PeriodicStep
@@ -503,7 +79,8 @@ periodic_fire_step(void *arg)
 {
 	PeriodicStep *step = arg;
 
-	(void) periodic_fire(step->now, step->name, &step->fired, &step->skipped);
+	(void) schedq_task_ticks_fire(step->now, step->name, &step->fired,
+								  &step->skipped);
 }
 
 /*
@@ -571,7 +148,7 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 			}
 		}
 	}
-	if (fired + skipped >= PERIODIC_BATCH)
+	if (fired + skipped >= TASK_TICKS_BATCH)
 		*more = true;
 	schedq_metrics_count(METRIC_PERIODIC_FIRED, fired);
 	schedq_metrics_count(METRIC_PERIODIC_SKIPPED_OVERLAP, skipped);
@@ -595,23 +172,4 @@ schedq_periodic_next_due(TimestampTz now)
 	next =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
-}
-
-PG_FUNCTION_INFO_V1(schedq_periodic_once);
-
-/*
- * schedq._periodic_once(now): one periodic pass at the given time.
- * Returns how many ticks fired.
- */
-Datum
-schedq_periodic_once(PG_FUNCTION_ARGS)
-{
-	SchedqCall call;
-	bool	   more = false;
-	int		   fired;
-
-	schedq_call_begin(&call);
-	fired = schedq_periodic_pass(PG_GETARG_TIMESTAMPTZ(0), &more);
-	schedq_call_end(&call);
-	PG_RETURN_INT32(fired);
 }

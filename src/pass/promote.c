@@ -62,141 +62,15 @@
 #include "shared/call.h"
 #include "shared/isolate.h"
 #include "shared/metrics.h"
-#include "shared/plan.h"
 #include "pass/promote.h"
 #include "store/task.h"
-#include "process/bgworker.h"
+#include "store/task_gates.h"
+#include "shared/locks.h"
+#include "shared/locks.h"
 
 /* How many tasks one pass handles in one batch. */
-#define PROMOTE_BATCH	  1000
-#define PROMOTE_BATCH_SQL CppAsString2(PROMOTE_BATCH)
-
-/* The first live task of lock key `key` in key order: the key's head. */
-#define LOCK_HEAD_SQL(key)                                                     \
-	"(SELECT h.id FROM schedq.task h WHERE h.lock_key = " key                  \
-	" AND h.status IN " TASK_LIVE_SQL " ORDER BY h.version, h.id LIMIT 1)"
-/* Whether a task of lock key `key` is active (task_lock_active_idx). */
-#define LOCK_HELD_SQL(key)                                                     \
-	"EXISTS (SELECT FROM schedq.task a WHERE a.lock_key = " key                \
-	" AND a.status IN " TASK_ACTIVE_SQL ")"
-/* A lock key's state: its head, and whether it is held. */
-#define LOCK_STATE_SQL(key) LOCK_HEAD_SQL(key) ", " LOCK_HELD_SQL(key)
-
-static SchedqQuery q_events = SCHEDQ_QUERY0(
-	"WITH e AS (DELETE FROM schedq.gate_event"
-	"           RETURNING lock_key, concurrency_key, task_id)"
-	" SELECT array_agg(DISTINCT lock_key) FILTER (WHERE lock_key IS NOT NULL),"
-	"        array_agg(DISTINCT concurrency_key)"
-	"          FILTER (WHERE concurrency_key IS NOT NULL),"
-	"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
-	" FROM e");
-/*
- * What the gate events free, to be judged now: the head of each lock key
- * ($1), and for each concurrency key ($2) as many of its parked tasks, in
- * claim order, as it has free slots -- its limit (none: a batch) less what
- * is active; at most a batch per key and pass (`waiter_of` names the key:
- * a key that filled a batch gets another event, so the rest follows next
- * pass).  Parked pending tasks only, locked, in the order the pass judges
- * them; a task that is both comes twice, side by side, as a waiter first
- * (the second row is skipped when a batch before changed the task).  With
- * each, the state of its lock key and, when $2 names it, of its
- * concurrency key.
- */
-static SchedqQuery q_freed = SCHEDQ_QUERY(
-	"WITH state AS MATERIALIZED ("
-	"  SELECT c, (SELECT l.max_active"
-	"             FROM schedq.concurrency_limit l WHERE l.key = c) AS max_active,"
-	"     (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
-	"        AND a.status IN " TASK_ACTIVE_SQL ") AS active"
-	"  FROM unnest($2::text[]) c),"
-	" freed AS MATERIALIZED ("
-	"  SELECT " LOCK_HEAD_SQL(
-		"k") " AS id, NULL::text AS waiter_of"
-			 "  FROM unnest($1::text[]) k"
-			 "  UNION ALL"
-			 "  SELECT x.id, s.c FROM state s, LATERAL ("
-			 "    SELECT t.id FROM schedq.task t"
-			 "    WHERE t.concurrency_key = s.c AND t.status = 'pending'"
-			 "      AND t.parked AND t.parked_on = 'limit'"
-			 "    ORDER BY t.priority DESC, t.run_at, t.id"
-			 "    LIMIT least(greatest(COALESCE(s.max_active, " PROMOTE_BATCH_SQL
-			 ")"
-			 "                         - s.active, 0), " PROMOTE_BATCH_SQL
-			 ")) x)"
-			 " SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
-			 "        t.run_at, f.waiter_of,"
-			 "        CASE WHEN f.waiter_of IS NULL THEN t.id"
-			 "             ELSE " LOCK_HEAD_SQL(
-				 "t.lock_key") " END,"
-							   "        " LOCK_HELD_SQL(
-								   "t.lock_key") ","
-												 "        s.max_active, s.active"
-												 " FROM freed f JOIN schedq.task t ON t.id = f.id"
-												 " LEFT JOIN state s ON s.c = t.concurrency_key"
-												 " WHERE t.status = 'pending' AND t.parked"
-												 " ORDER BY t.priority DESC, t.run_at, t.id, f.waiter_of"
-												 " FOR UPDATE OF t",
-	TEXTARRAYOID, TEXTARRAYOID);
-static SchedqQuery q_unpark_dependents =
-	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
-				 " WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
-				 " AND status = 'pending' AND parked",
-				 INT8ARRAYOID);
-static SchedqQuery q_plain =
-	SCHEDQ_QUERY("SELECT id FROM schedq.task"
-				 " WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-				 "   AND" TASK_UNGATED_SQL
-				 " ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
-				 " FOR UPDATE SKIP LOCKED",
-				 TIMESTAMPTZOID);
-static SchedqQuery q_gated = SCHEDQ_QUERY(
-	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at,"
-	"       NULL::text, " LOCK_STATE_SQL(
-		"t.lock_key") ","
-					  "       NULL::integer, NULL::bigint FROM ("
-					  "  SELECT * FROM schedq.task"
-					  "  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
-					  "    AND" TASK_GATED_SQL
-					  "  ORDER BY run_at, id LIMIT " PROMOTE_BATCH_SQL
-					  "  FOR UPDATE SKIP LOCKED) t"
-					  " ORDER BY t.priority DESC, t.run_at, t.id",
-	TIMESTAMPTZOID);
-static SchedqQuery q_concurrency_state = SCHEDQ_QUERY(
-	"SELECT (SELECT max_active FROM schedq.concurrency_limit WHERE key = $1),"
-	"       (SELECT count(*) FROM schedq.task WHERE concurrency_key = $1"
-	"          AND status IN " TASK_ACTIVE_SQL ")",
-	TEXTOID);
-static SchedqQuery q_deps =
-	SCHEDQ_QUERY("SELECT FROM schedq.task t, unnest(t.depends_on) d"
-				 " JOIN schedq.task x ON x.id = d"
-				 " WHERE t.id = $1 AND x.status <> 'done' LIMIT 1",
-				 INT8OID);
-static SchedqQuery q_promote =
-	SCHEDQ_QUERY("UPDATE schedq.task"
-				 " SET status = 'available', parked = false, parked_on = NULL"
-				 " WHERE id = ANY ($1) AND status = 'pending'"
-				 " RETURNING" TASK_AVAILABLE_COLUMNS,
-				 INT8ARRAYOID);
-/* A task the pass could not promote: parked until the scheduler restarts. */
-static SchedqQuery q_set_aside =
-	SCHEDQ_QUERY("UPDATE schedq.task"
-				 " SET parked = true, parked_on = 'error', last_error = $2"
-				 " WHERE id = $1 AND status = 'pending'",
-				 INT8OID, TEXTOID);
-static SchedqQuery q_park = SCHEDQ_QUERY(
-	"UPDATE schedq.task t SET parked = true, parked_on = p.reason"
-	" FROM unnest($1::bigint[], $2::text[]) p(id, reason)"
-	" WHERE t.id = p.id AND t.status = 'pending'"
-	"   AND (NOT t.parked OR t.parked_on IS DISTINCT FROM p.reason)",
-	INT8ARRAYOID, TEXTARRAYOID);
-static SchedqQuery q_unpark =
-	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
-				 " WHERE id = ANY ($1) AND status = 'pending' AND parked",
-				 INT8ARRAYOID);
-static SchedqQuery q_next_due =
-	SCHEDQ_QUERY("SELECT min(run_at) FROM schedq.task"
-				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
-				 TIMESTAMPTZOID);
+#define TASK_GATES_BATCH	 1000
+#define TASK_GATES_BATCH_SQL CppAsString2(TASK_GATES_BATCH)
 
 /*
  * What the pass knows about one key, cached for the pass.  Hashed by the
@@ -235,7 +109,7 @@ promote_lock(void)
 {
 	LOCKTAG tag;
 
-	schedq_lock_tag(&tag, SCHEDQ_LOCK_PROMOTE);
+	schedq_locks_tag(&tag, SCHEDQ_LOCK_PROMOTE);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -249,45 +123,25 @@ schedq_promote_try_lock(void)
 {
 	LOCKTAG tag;
 
-	schedq_lock_tag(&tag, SCHEDQ_LOCK_PROMOTE);
+	schedq_locks_tag(&tag, SCHEDQ_LOCK_PROMOTE);
 	return LockAcquire(&tag, ExclusiveLock, false, true) !=
 		   LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
- * Make the given pending tasks available (schedq_isolate_batch's apply): arg is
- * the oldest run_at promoted so far, for the lag gauge.
+ * Make the given pending tasks available (schedq_isolate_batch's apply):
+ * arg is the oldest run_at promoted so far, for the lag gauge.
  */
 static int
 promote_apply(int64 *ids, int n, void *arg)
 {
-	TimestampTz *oldest = arg;
-	Datum		 array =
-		PointerGetDatum(construct_array((Datum *) ids, n, INT8OID, 8,
-										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	int done;
-
-	done = schedq_plan_run(&q_promote, &array, NULL, 0, SPI_OK_UPDATE_RETURNING);
-	for (int i = 0; i < done; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		bool		isnull;
-		TimestampTz run_at = DatumGetTimestampTz(
-			SPI_getbinval(tuple, SPI_tuptable->tupdesc, 4, &isnull));
-
-		schedq_task_row_available_at_commit(tuple, SPI_tuptable->tupdesc, 1);
-		if (run_at < *oldest)
-			*oldest = run_at;
-	}
-	return done;
+	return schedq_task_gates_promote(ids, n, (TimestampTz *) arg);
 }
 
 static void
 promote_set_aside(int64 id, const char *error, void *arg)
 {
-	Datum values[2] = { Int64GetDatum(id), CStringGetTextDatum(error) };
-
-	schedq_plan_run(&q_set_aside, values, NULL, 0, SPI_OK_UPDATE);
+	schedq_task_gates_set_aside(id, error);
 }
 
 /*
@@ -298,23 +152,12 @@ promote_set_aside(int64 id, const char *error, void *arg)
 static int
 promote_plain(TimestampTz now, TimestampTz *oldest, bool *full)
 {
-	Datum  value = TimestampTzGetDatum(now);
-	int	   n;
 	int64 *ids;
+	int	   n = schedq_task_gates_plain(now, &ids);
 
-	n = schedq_plan_run(&q_plain, &value, NULL, 0, SPI_OK_SELECT);
-	*full = n == PROMOTE_BATCH;
-	ids = palloc(sizeof(int64) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		bool isnull;
-
-		ids[i] =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	return schedq_isolate_batch("promotion", ids, n, promote_apply, promote_set_aside,
-						  oldest);
+	*full = n == TASK_GATES_BATCH;
+	return schedq_isolate_batch("promotion", ids, n, promote_apply,
+								promote_set_aside, oldest);
 }
 
 static KeyState *
@@ -345,8 +188,10 @@ promote_lock_gate(HTAB *keys, const char *lock_key, int64 id, HeapTuple tuple,
 	{
 		bool isnull;
 
-		ks->head = DatumGetInt64(SPI_getbinval(tuple, desc, 7, &isnull));
-		ks->held = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
+		ks->head = DatumGetInt64(
+			SPI_getbinval(tuple, desc, GATES_ROW_LOCK_HEAD, &isnull));
+		ks->held = DatumGetBool(
+			SPI_getbinval(tuple, desc, GATES_ROW_LOCK_HELD, &isnull));
 	}
 	return ks->head == id && !ks->held;
 }
@@ -367,42 +212,20 @@ promote_concurrency_gate(HTAB *keys, const char *concurrency_key,
 	{
 		bool  limit_null;
 		bool  active_null;
-		Datum limit = SPI_getbinval(tuple, desc, 9, &limit_null);
-		Datum active = SPI_getbinval(tuple, desc, 10, &active_null);
-		bool  asked = active_null;
+		Datum limit = SPI_getbinval(tuple, desc, GATES_ROW_LIMIT, &limit_null);
+		Datum active =
+			SPI_getbinval(tuple, desc, GATES_ROW_ACTIVE, &active_null);
 
-		if (asked)
+		if (active_null)
+			schedq_task_gates_concurrency(concurrency_key, &ks->limit,
+										  &ks->active);
+		else
 		{
-			Datum value = CStringGetTextDatum(concurrency_key);
-
-			schedq_plan_run(&q_concurrency_state, &value, NULL, 0, SPI_OK_SELECT);
-			limit = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-								  1, &limit_null);
-			active = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-								   2, &active_null);
+			ks->limit = limit_null ? -1 : DatumGetInt32(limit);
+			ks->active = DatumGetInt64(active);
 		}
-		ks->limit = limit_null ? -1 : DatumGetInt32(limit);
-		ks->active = DatumGetInt64(active);
-		if (asked)
-			SPI_freetuptable(SPI_tuptable);
 	}
 	return ks->limit < 0 || ks->active < ks->limit;
-}
-
-/*
- * Are all of a task's dependencies done?  (A dependency deleted by
- * retention was done.)  The answer's tuple table is freed at once: a step
- * may ask this for every one of thousands of rows, and each table is a
- * memory context of its own until SPI_finish.
- */
-static bool
-promote_deps_done(int64 id)
-{
-	Datum value = Int64GetDatum(id);
-	bool  done = schedq_plan_run(&q_deps, &value, NULL, 1, SPI_OK_SELECT) == 0;
-
-	SPI_freetuptable(SPI_tuptable);
-	return done;
 }
 
 /*
@@ -494,13 +317,16 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 	{
 		HeapTuple tuple = rows->vals[i];
 		bool	  isnull;
-		int64	  id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		char	 *lock_key = SPI_getvalue(tuple, desc, 2);
-		char	 *concurrency_key = SPI_getvalue(tuple, desc, 3);
-		bool has_deps = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
-		TimestampTz run_at =
-			DatumGetTimestampTz(SPI_getbinval(tuple, desc, 5, &isnull));
-		char	   *waiter_of = SPI_getvalue(tuple, desc, 6);
+		int64	  id =
+			DatumGetInt64(SPI_getbinval(tuple, desc, GATES_ROW_ID, &isnull));
+		char *lock_key = SPI_getvalue(tuple, desc, GATES_ROW_LOCK_KEY);
+		char *concurrency_key =
+			SPI_getvalue(tuple, desc, GATES_ROW_CONCURRENCY_KEY);
+		bool has_deps = DatumGetBool(
+			SPI_getbinval(tuple, desc, GATES_ROW_HAS_DEPS, &isnull));
+		TimestampTz run_at = DatumGetTimestampTz(
+			SPI_getbinval(tuple, desc, GATES_ROW_RUN_AT, &isnull));
+		char	   *waiter_of = SPI_getvalue(tuple, desc, GATES_ROW_WAITER_OF);
 		const char *reason = NULL;
 		bool		found;
 
@@ -512,7 +338,7 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 			if (!found)
 				w->held = false;
 			w->active = found ? w->active + 1 : 1;
-			if (w->active == PROMOTE_BATCH)
+			if (w->active == TASK_GATES_BATCH)
 				promote_waiters_again(keys, waiter_of, more);
 		}
 		if (j->have_prev && id == j->prev)
@@ -539,7 +365,7 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 				promote_waiters_again(keys, waiter_of, more);
 			continue;
 		}
-		if (has_deps && !promote_deps_done(id))
+		if (has_deps && !schedq_task_gates_deps_done(id))
 			reason = "deps";
 		else if (lock_key != NULL &&
 				 !promote_lock_gate(keys, lock_key, id, tuple, desc))
@@ -567,26 +393,11 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 	}
 
 	done = schedq_isolate_batch("promotion", promote, npromote, promote_apply,
-						  promote_set_aside, &j->oldest);
+								promote_set_aside, &j->oldest);
 	if (npark > 0)
-	{
-		Datum args[2];
-
-		args[0] =
-			PointerGetDatum(construct_array(park, npark, INT8OID, 8,
-											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		args[1] = PointerGetDatum(
-			construct_array(reasons, npark, TEXTOID, -1, false, TYPALIGN_INT));
-		schedq_plan_run(&q_park, args, NULL, 0, SPI_OK_UPDATE);
-	}
+		schedq_task_gates_park(park, reasons, npark);
 	if (nunpark > 0)
-	{
-		Datum array =
-			PointerGetDatum(construct_array(unpark, nunpark, INT8OID, 8,
-											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-
-		schedq_plan_run(&q_unpark, &array, NULL, 0, SPI_OK_UPDATE);
-	}
+		schedq_task_gates_unpark(unpark, nunpark);
 	pfree(promote);
 	pfree(park);
 	pfree(reasons);
@@ -602,7 +413,7 @@ judge_end(Judge *j, int promoted)
 	{
 		schedq_metrics_count(METRIC_TASKS_PROMOTED, promoted);
 		schedq_metrics_set(METRIC_SCHEDULER_LAG_MS,
-						  (uint64) Max(0, (j->now - j->oldest) / 1000));
+						   (uint64) Max(0, (j->now - j->oldest) / 1000));
 	}
 	hash_destroy(j->keys);
 }
@@ -628,39 +439,30 @@ schedq_promote_pass(TimestampTz now, bool *more)
 int
 schedq_promote_events(TimestampTz now, bool *more)
 {
-	SPITupleTable *events;
-	Datum		   keys[2];
-	char		   nulls[2];
-	Datum		   finished;
-	bool		   isnull;
-	int			   promoted = 0;
+	Datum keys[2];
+	char  nulls[2];
+	Datum finished;
+	bool  finished_null;
+	int	  promoted = 0;
 
 	promote_lock();
-	if (schedq_plan_run(&q_events, NULL, NULL, 0, SPI_OK_SELECT) == 0)
+	if (!schedq_task_gates_take_events(keys, nulls, &finished, &finished_null))
 		return 0;
-	events = SPI_tuptable;
-	finished = SPI_getbinval(events->vals[0], events->tupdesc, 3, &isnull);
-	if (!isnull)
-		schedq_plan_run(&q_unpark_dependents, &finished, NULL, 0, SPI_OK_UPDATE);
-	for (int i = 0; i < 2; i++)
-	{
-		keys[i] =
-			SPI_getbinval(events->vals[0], events->tupdesc, i + 1, &isnull);
-		nulls[i] = isnull ? 'n' : ' ';
-	}
+	if (!finished_null)
+		schedq_task_gates_unpark_dependents(finished);
 	if (nulls[0] == ' ' || nulls[1] == ' ')
 	{
 		/*
 		 * What the events free, a batch at a time: events that waited
 		 * (the scheduler was off, say) may free any number of tasks.
 		 */
-		Portal portal = schedq_plan_cursor_open(&q_freed, keys, nulls);
+		Portal portal = schedq_task_gates_freed(keys, nulls);
 		Judge  j;
 
 		judge_begin(&j, now, more);
 		for (;;)
 		{
-			SPI_cursor_fetch(portal, true, PROMOTE_BATCH);
+			SPI_cursor_fetch(portal, true, TASK_GATES_BATCH);
 			if (SPI_processed == 0)
 				break;
 			promoted += judge_rows(&j, SPI_tuptable, (int) SPI_processed);
@@ -679,7 +481,6 @@ schedq_promote_events(TimestampTz now, bool *more)
 int
 schedq_promote_due(TimestampTz now, bool *more)
 {
-	Datum value = TimestampTzGetDatum(now);
 	Judge j;
 	int	  promoted;
 	int	  n;
@@ -692,8 +493,8 @@ schedq_promote_due(TimestampTz now, bool *more)
 		*more = true;
 
 	/* the gated ones, a batch at a time */
-	n = schedq_plan_run(&q_gated, &value, NULL, 0, SPI_OK_SELECT);
-	if (n == PROMOTE_BATCH)
+	n = schedq_task_gates_gated(now);
+	if (n == TASK_GATES_BATCH)
 		*more = true;
 	if (n > 0)
 		promoted += judge_rows(&j, SPI_tuptable, n);
@@ -704,21 +505,12 @@ schedq_promote_due(TimestampTz now, bool *more)
 
 /*
  * The earliest run_at after `now` of a pending, unparked task, or
- * DT_NOEND.  Tasks already due but not promoted (locked by someone, or
- * waiting for dependencies) are not counted: they would make the
- * scheduler spin.
+ * DT_NOEND (store/task_gates.c).
  */
 TimestampTz
 schedq_promote_next_due(TimestampTz now)
 {
-	Datum value = TimestampTzGetDatum(now);
-	bool  isnull;
-	Datum next;
-
-	schedq_plan_run(&q_next_due, &value, NULL, 0, SPI_OK_SELECT);
-	next =
-		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? DT_NOEND : DatumGetTimestampTz(next);
+	return schedq_task_gates_next_due(now);
 }
 
 /*
@@ -728,28 +520,5 @@ schedq_promote_next_due(TimestampTz now)
 void
 schedq_promote_unpark_all(void)
 {
-	if (SPI_execute(
-			"UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked",
-			false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not unpark tasks");
-}
-
-PG_FUNCTION_INFO_V1(schedq_promote_once);
-
-/*
- * schedq._promote_once(now): one promotion pass, as the scheduler runs it,
- * at the given time.  For tests and for manual use with the scheduler
- * disabled.  Returns how many tasks became available.
- */
-Datum
-schedq_promote_once(PG_FUNCTION_ARGS)
-{
-	SchedqCall call;
-	bool	   more = false;
-	int		   promoted;
-
-	schedq_call_begin(&call);
-	promoted = schedq_promote_pass(PG_GETARG_TIMESTAMPTZ(0), &more);
-	schedq_call_end(&call);
-	PG_RETURN_INT32(promoted);
+	schedq_task_gates_unpark_all();
 }

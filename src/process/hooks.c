@@ -58,6 +58,7 @@
 #include "base/compat.h"
 #include "shared/sqlslots.h"
 #include "process/launcher.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
 #include "process/hooks.h"
 #include "shared/wake.h"
@@ -86,7 +87,7 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 		bool			executors;
 
 		LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-		db = schedq_shm_database_slot(dboid, false);
+		db = schedq_databases_slot(dboid, false);
 		if (db != NULL)
 		{
 			db->hold_until = until;
@@ -412,7 +413,7 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			SchedqDatabase *db;
 
 			LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-			db = schedq_shm_database_slot(exclusive_db, false);
+			db = schedq_databases_slot(exclusive_db, false);
 			if (db != NULL)
 				db->hold_until = GetCurrentTimestamp() + USECS_PER_SEC;
 			LWLockRelease(schedq_shm->lock);

@@ -58,8 +58,9 @@
 #include "base/compat.h"
 #include "process/launcher.h"
 #include "shared/metrics.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
-#include "process/bgworker.h"
+#include "process/background.h"
 #include "shared/commit.h"
 
 #define LAUNCHER_SCAN_MS		1000
@@ -107,7 +108,7 @@ launcher_set_no_slot(LauncherDb *db, bool no_slot)
 	SchedqDatabase *slot;
 
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-	slot = schedq_shm_database_slot(db->dboid, no_slot);
+	slot = schedq_databases_slot(db->dboid, no_slot);
 	if (slot != NULL)
 		slot->no_worker_slot = no_slot;
 	LWLockRelease(schedq_shm->lock);
@@ -123,8 +124,8 @@ launcher_start_scheduler(LauncherDb *db)
 {
 	BackgroundWorker worker;
 
-	schedq_bgworker_fill(&worker, "schedq_scheduler_main", "schedq scheduler",
-					   db->dboid);
+	schedq_background_fill(&worker, "schedq_scheduler_main", "schedq scheduler",
+						   db->dboid);
 	if (!RegisterDynamicBackgroundWorker(&worker, &db->handle))
 	{
 		db->handle = NULL;
@@ -137,7 +138,7 @@ launcher_start_scheduler(LauncherDb *db)
 					NameStr(db->datname)),
 				errdetail(
 					"The launcher tries again every second; schedq.scheduler_status() shows the database as 'no worker slot' meanwhile."),
-				schedq_bgworker_slots_errhint());
+				schedq_background_slots_errhint());
 			db->no_slot = true;
 			launcher_set_no_slot(db, true);
 		}
@@ -188,8 +189,8 @@ launcher_scan_databases(void)
 	ncounted = schedq_metrics_databases(counted);
 	LWLockAcquire(schedq_shm->lock, LW_SHARED);
 	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
-		if (OidIsValid(schedq_shm->databases[i].dboid))
-			slotted[nslotted++] = schedq_shm->databases[i].dboid;
+		if (OidIsValid(schedq_databases[i].dboid))
+			slotted[nslotted++] = schedq_databases[i].dboid;
 	LWLockRelease(schedq_shm->lock);
 
 	hash_seq_init(&status, launcher_dbs);
@@ -239,7 +240,7 @@ launcher_scan_databases(void)
 		if (slot_exists[i])
 			continue;
 		LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-		slot = schedq_shm_database_slot(slotted[i], false);
+		slot = schedq_databases_slot(slotted[i], false);
 		if (slot != NULL && slot->pid == 0)
 			slot->dboid = InvalidOid;
 		LWLockRelease(schedq_shm->lock);
@@ -275,7 +276,7 @@ launcher_reconcile(bool *started)
 			{
 				/* running: a probe (CREATE EXTENSION IF NOT EXISTS) is answered */
 				LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-				slot = schedq_shm_database_slot(db->dboid, false);
+				slot = schedq_databases_slot(db->dboid, false);
 				if (slot != NULL && slot->pid != 0)
 					slot->probe = false;
 				LWLockRelease(schedq_shm->lock);
@@ -294,7 +295,7 @@ launcher_reconcile(bool *started)
 		 * use up the SCHEDQ_MAX_DATABASES slots.
 		 */
 		LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-		slot = schedq_shm_database_slot(db->dboid, false);
+		slot = schedq_databases_slot(db->dboid, false);
 		if (slot != NULL)
 		{
 			if (slot->absent)
@@ -343,7 +344,7 @@ launcher_reconcile(bool *started)
 		if (probe)
 		{
 			LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-			slot = schedq_shm_database_slot(db->dboid, false);
+			slot = schedq_databases_slot(db->dboid, false);
 			if (slot != NULL)
 				slot->probe = false;
 			LWLockRelease(schedq_shm->lock);
@@ -389,7 +390,7 @@ schedq_launcher_main(Datum main_arg)
 		launcher_scan_databases();
 		next = launcher_reconcile(&started);
 		timeout_ms =
-			schedq_bgworker_pace_ms(&pace, next, started, LAUNCHER_SCAN_MS);
+			schedq_background_pace_ms(&pace, next, started, LAUNCHER_SCAN_MS);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout_ms, SCHEDQ_WAIT_EVENT("SchedqLauncherMain"));
@@ -411,8 +412,8 @@ schedq_launcher_register(void)
 {
 	BackgroundWorker worker;
 
-	schedq_bgworker_fill(&worker, "schedq_launcher_main", "schedq launcher",
-					   InvalidOid);
+	schedq_background_fill(&worker, "schedq_launcher_main", "schedq launcher",
+						   InvalidOid);
 	/* registered with the postmaster, which restarts it */
 	worker.bgw_restart_time = 1;
 	worker.bgw_notify_pid = 0;
@@ -426,7 +427,7 @@ launcher_probe_commit(void)
 	SchedqDatabase *db;
 
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-	db = schedq_shm_database_slot(MyDatabaseId, true);
+	db = schedq_databases_slot(MyDatabaseId, true);
 	if (db != NULL)
 		db->probe = true;
 	if (schedq_shm->launcher_latch != NULL)

@@ -14,6 +14,7 @@
 #include "miscadmin.h"
 
 #include "shared/call.h"
+#include "shared/databases.h"
 #include "shared/sqlslots.h"
 #include "store/floor.h"
 #include "process/launcher.h"
@@ -44,6 +45,7 @@ _PG_init(void)
 	schedq_floor_init();
 	schedq_wake_init();
 	schedq_sqlslots_init();
+	schedq_databases_init();
 	schedq_shm_install_hooks();
 
 	schedq_call_init();

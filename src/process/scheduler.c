@@ -73,10 +73,12 @@
 #include "pass/reaper.h"
 #include "process/scheduler.h"
 #include "base/settings.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
 #include "store/task.h"
 #include "base/version.h"
-#include "process/bgworker.h"
+#include "process/background.h"
+#include "shared/locks.h"
 
 /* The wait before a failed pass (or iteration) runs again: doubling. */
 #define PASS_BACKOFF_FIRST_MS 100
@@ -117,12 +119,6 @@ static bool		   scheduler_unpark_needed = true;
 static int		   scheduler_backoff_ms = 0;		  /* of failed iterations */
 static bool		   scheduler_executors_short = false; /* said so already */
 static bool		   scheduler_said_distributed = false; /* said so already */
-
-static const char *const scheduler_state_names[] = {
-	[SCHEDULER_NONE] = "stopped",	 [SCHEDULER_STARTING] = "starting",
-	[SCHEDULER_IDLE] = "idle",		 [SCHEDULER_PROMOTING] = "promoting",
-	[SCHEDULER_REAPING] = "reaping", [SCHEDULER_DISABLED] = "disabled",
-};
 
 static void
 scheduler_set_state(SchedqSchedulerState state)
@@ -351,13 +347,13 @@ scheduler_iterate(SchedulerTick *tick)
 	bool unparked = false;
 
 	scheduler_set_state(SCHEDULER_PROMOTING);
-	schedq_bgworker_tick_begin("schedq scheduler: promoting");
+	schedq_background_tick_begin("schedq scheduler: promoting");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		scheduler_not_installed();
 	scheduler_check_version();
 	if (scheduler_distributed())
 	{
-		schedq_bgworker_tick_commit();
+		schedq_background_tick_commit();
 		scheduler_set_state(SCHEDULER_DISABLED);
 		return;
 	}
@@ -378,7 +374,7 @@ scheduler_iterate(SchedulerTick *tick)
 	}
 	tick->wake = Min(tick->wake, scheduler_next_reap);
 	(void) scheduler_try(&pass_next, tick);
-	schedq_bgworker_tick_commit();
+	schedq_background_tick_commit();
 	if (unparked)
 		scheduler_unpark_needed = false;
 	scheduler_set_state(SCHEDULER_IDLE);
@@ -438,7 +434,7 @@ scheduler_keep_executors(void)
 				scheduler_dbname),
 			errdetail("%d of its %d SQL executors are running.", started,
 					  wanted),
-			schedq_bgworker_slots_errhint());
+			schedq_background_slots_errhint());
 		scheduler_executors_short = true;
 	}
 	else if (scheduler_executors_short && started >= wanted)
@@ -467,10 +463,10 @@ schedq_scheduler_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("schedq scheduler");
-	schedq_bgworker_settings();
+	schedq_background_settings();
 
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
-	scheduler_slot = schedq_shm_database_slot(dboid, true);
+	scheduler_slot = schedq_databases_slot(dboid, true);
 	LWLockRelease(schedq_shm->lock);
 	if (scheduler_slot == NULL)
 		ereport(ERROR, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -478,7 +474,7 @@ schedq_scheduler_main(Datum main_arg)
 					   SCHEDQ_MAX_DATABASES));
 
 	/* One scheduler per database: a second one leaves at once. */
-	schedq_lock_tag(&tag, SCHEDQ_LOCK_SCHEDULER);
+	schedq_locks_tag(&tag, SCHEDQ_LOCK_SCHEDULER);
 	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 	{
 		ereport(
@@ -499,7 +495,7 @@ schedq_scheduler_main(Datum main_arg)
 	scheduler_slot->sql_workers_wanted = 0;
 	LWLockRelease(schedq_shm->lock);
 
-	schedq_bgworker_tick_begin("schedq scheduler: starting");
+	schedq_background_tick_begin("schedq scheduler: starting");
 	/* its name, for messages: a RENAME stops the scheduler first */
 	scheduler_dbname = get_database_name(dboid);
 	scheduler_dbname =
@@ -516,7 +512,7 @@ schedq_scheduler_main(Datum main_arg)
 		SchedulerTick start = { .now = GetCurrentTimestamp() };
 		bool		  unparked = scheduler_try(&pass_unpark, &start);
 
-		schedq_bgworker_tick_commit();
+		schedq_background_tick_commit();
 		scheduler_unpark_needed = !unparked;
 	}
 
@@ -555,10 +551,11 @@ schedq_scheduler_main(Datum main_arg)
 		scheduler_keep_executors();
 
 		/* at once only after progress: a full batch was processed */
-		timeout_ms = tick.more ?
-						 0 :
-						 schedq_bgworker_pace_ms(&pace, tick.wake, tick.done > 0,
-											  schedq_promote_interval_ms);
+		timeout_ms =
+			tick.more ?
+				0 :
+				schedq_background_pace_ms(&pace, tick.wake, tick.done > 0,
+										  schedq_promote_interval_ms);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout_ms, SCHEDQ_WAIT_EVENT("SchedqSchedulerMain"));
@@ -570,57 +567,4 @@ schedq_scheduler_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 	}
-}
-
-PG_FUNCTION_INFO_V1(schedq_scheduler_status);
-
-/*
- * schedq.scheduler_status(): one row per database with a scheduler, and
- * one per database whose scheduler the launcher could not start for want
- * of a background worker slot (state 'no worker slot', no pid).
- */
-Datum
-schedq_scheduler_status(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SchedqDatabase copy[SCHEDQ_MAX_DATABASES];
-
-	schedq_shm_require_preloaded();
-	InitMaterializedSRF(fcinfo, 0);
-
-	LWLockAcquire(schedq_shm->lock, LW_SHARED);
-	memcpy(copy, schedq_shm->databases, sizeof(copy));
-	LWLockRelease(schedq_shm->lock);
-
-	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
-	{
-		Datum values[6];
-		bool  nulls[6] = { false, false, false, false, false, false };
-		char *datname;
-
-		if (copy[i].dboid == InvalidOid ||
-			(copy[i].pid == 0 && !copy[i].no_worker_slot))
-			continue;
-		datname = get_database_name(copy[i].dboid);
-		if (datname == NULL)
-			continue;
-		values[0] = DirectFunctionCall1(namein, CStringGetDatum(datname));
-		if (copy[i].pid != 0)
-		{
-			values[1] = Int32GetDatum(copy[i].pid);
-			values[2] =
-				CStringGetTextDatum(scheduler_state_names[copy[i].state]);
-			values[3] = TimestampTzGetDatum(copy[i].last_tick);
-			nulls[3] = copy[i].last_tick == 0;
-			values[4] = Int32GetDatum(copy[i].sql_workers);
-			values[5] = Int32GetDatum(copy[i].sql_workers_wanted);
-		}
-		else
-		{
-			values[2] = CStringGetTextDatum("no worker slot");
-			nulls[1] = nulls[3] = nulls[4] = nulls[5] = true;
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
 }

@@ -67,10 +67,11 @@
 #include "store/task_attempt.h"
 #include "shared/plan.h"
 #include "base/settings.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
 #include "store/task.h"
 #include "shared/wake.h"
-#include "process/bgworker.h"
+#include "process/background.h"
 #include "shared/commit.h"
 
 /* lock_timeout as configured, before the workers' own (worker.c). */
@@ -120,8 +121,8 @@ schedq_sqlexec_keep(int *wanted, bool *no_slot)
 			BackgroundWorker worker;
 			MemoryContext	 old = MemoryContextSwitchTo(TopMemoryContext);
 
-			schedq_bgworker_fill(&worker, "schedq_sqlexec_main",
-							   "schedq sql executor", MyDatabaseId);
+			schedq_background_fill(&worker, "schedq_sqlexec_main",
+								   "schedq sql executor", MyDatabaseId);
 			snprintf(worker.bgw_name, BGW_MAXLEN,
 					 "schedq sql executor %d for database %u", i + 1,
 					 MyDatabaseId);
@@ -164,7 +165,7 @@ executor_claim(const char *worker, ExecutorTask *task)
 	SchedqCall	  call;
 	bool		  found;
 
-	schedq_bgworker_tick_begin("schedq sql executor: claiming");
+	schedq_background_tick_begin("schedq sql executor: claiming");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		proc_exit(0);
 	if (SPI_execute_with_args(
@@ -189,12 +190,11 @@ executor_claim(const char *worker, ExecutorTask *task)
 
 		/* its owner, and the deadline the claim set (a statement after it) */
 		schedq_call_begin(&call);
-		if (!schedq_task_attempt_owner(task->id, &task->owner,
-									   &task->deadline))
+		if (!schedq_task_attempt_owner(task->id, &task->owner, &task->deadline))
 			elog(ERROR, "could not read the task an executor claimed");
 		schedq_call_end(&call);
 	}
-	schedq_bgworker_tick_commit();
+	schedq_background_tick_commit();
 	MemoryContextSwitchTo(cxt);
 	return found;
 }
@@ -287,9 +287,9 @@ executor_record_error(ExecutorTask *task, const char *error)
 			pnstrdup(error, pg_mbcliplen(error, len, SCHEDQ_MAX_ERROR_BYTES));
 	PG_TRY();
 	{
-		schedq_bgworker_tick_begin("schedq sql executor: recording an error");
+		schedq_background_tick_begin("schedq sql executor: recording an error");
 		(void) executor_report(task, error, false, 0);
-		schedq_bgworker_tick_commit();
+		schedq_background_tick_commit();
 	}
 	PG_CATCH();
 	{
@@ -338,13 +338,13 @@ executor_run(ExecutorTask *task)
 	char		 *problem;
 
 	schedq_sqlslots_publish(task->id, task->attempt);
-	schedq_bgworker_tick_begin(task->command);
+	schedq_background_tick_begin(task->command);
 	problem = executor_owner_problem(task->owner);
 	if (problem != NULL)
 	{
 		/* a role problem will not go away by retrying */
 		executor_report(task, problem, true, 0);
-		schedq_bgworker_tick_commit();
+		schedq_background_tick_commit();
 		MemoryContextSwitchTo(cxt);
 		schedq_sqlslots_publish(0, 0);
 		return;
@@ -396,7 +396,7 @@ executor_run(ExecutorTask *task)
 				ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				errmsg(
 					"the attempt was canceled or taken back while its command ran"));
-		schedq_bgworker_tick_commit();
+		schedq_background_tick_commit();
 	}
 	PG_CATCH();
 	{
@@ -450,7 +450,7 @@ schedq_sqlexec_main(Datum main_arg)
 	executor_lock_timeout =
 		MemoryContextStrdup(TopMemoryContext,
 							GetConfigOption("lock_timeout", false, false));
-	schedq_bgworker_settings();
+	schedq_background_settings();
 
 	schedq_sqlslots_take(dboid);
 
@@ -481,7 +481,7 @@ schedq_sqlexec_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		LWLockAcquire(schedq_shm->lock, LW_SHARED);
-		db = schedq_shm_database_slot(dboid, false);
+		db = schedq_databases_slot(dboid, false);
 		orphan = db == NULL || db->pid != scheduler_pid;
 		LWLockRelease(schedq_shm->lock);
 		if (orphan)

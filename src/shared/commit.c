@@ -22,8 +22,8 @@
 #define XACT_MAX_EFFECTS 16
 
 static SchedqCommitEffect *xact_effects[XACT_MAX_EFFECTS];
-static int				 xact_neffects = 0;
-static bool				 xact_callback_registered = false;
+static int				   xact_neffects = 0;
+static bool				   xact_callback_registered = false;
 
 /* Generations in shared memory, and what this transaction bumps. */
 static pg_atomic_uint64 *generations = NULL;
@@ -165,7 +165,7 @@ void
 schedq_commit_init(void)
 {
 	schedq_shm_add("schedq generations", generation_shmem_size,
-					 (void **) &generations, generation_shmem_init);
+				   (void **) &generations, generation_shmem_init);
 }
 
 /*

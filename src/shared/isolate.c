@@ -150,7 +150,7 @@ isolate_range(const char *pass, IsolateStep *whole, int64 *ids, int n)
  */
 int
 schedq_isolate_batch(const char *pass, int64 *ids, int n, SchedqApply apply,
-			   SchedqSetAside set_aside, void *arg)
+					 SchedqSetAside set_aside, void *arg)
 {
 	IsolateStep whole = { apply, set_aside, ids, n, NULL, arg, 0 };
 

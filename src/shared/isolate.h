@@ -24,7 +24,7 @@ typedef int (*SchedqApply)(int64 *ids, int n, void *arg);
 typedef void (*SchedqSetAside)(int64 id, const char *error, void *arg);
 
 extern int schedq_isolate_batch(const char *pass, int64 *ids, int n,
-						  SchedqApply apply, SchedqSetAside set_aside,
-						  void *arg);
+								SchedqApply apply, SchedqSetAside set_aside,
+								void *arg);
 
 #endif /* SCHEDQ_ISOLATE_H */

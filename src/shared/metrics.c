@@ -1,19 +1,16 @@
 /*-------------------------------------------------------------------------
  * shared/metrics.c
- *	  schedq's counters, and schedq.metrics(), which shows them: those of
- *	  the whole cluster for a database still at schedq 1.0 (schedq_metrics),
- *	  those of the calling database from 1.1 on (schedq_metrics_1_1).
+ *	  schedq's counters (shared/metrics.h); schedq.metrics() shows them
+ *	  (api/observe.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "fmgr.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/spin.h"
-#include "utils/builtins.h"
 
 #include "shared/metrics.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
 
 /* The counters of one database; dboid is InvalidOid while free. */
@@ -36,7 +33,7 @@ static MetricsShared *metrics_shared = NULL;
 /* This process's database slot, once taken (MyDatabaseId never changes). */
 static MetricsDatabase *metrics_mine = NULL;
 
-static const char *const metric_names[SCHEDQ_NUM_METRICS] = {
+const char *const schedq_metrics_names[SCHEDQ_NUM_METRICS] = {
 	[METRIC_TASKS_SUBMITTED] = "tasks_submitted",
 	[METRIC_TASKS_PROMOTED] = "tasks_promoted",
 	[METRIC_TASKS_CLAIMED] = "tasks_claimed",
@@ -87,7 +84,7 @@ void
 schedq_metrics_init(void)
 {
 	schedq_shm_add("schedq metrics", metrics_shmem_size,
-					 (void **) &metrics_shared, metrics_shmem_init);
+				   (void **) &metrics_shared, metrics_shmem_init);
 }
 
 /*
@@ -224,54 +221,21 @@ schedq_metrics_databases(Oid *dboids)
 }
 
 /*
- * Return one row (name, value) per counter of counters[], or of zeros when
- * counters is NULL.
+ * Read every counter, of the whole cluster (cluster) or of this database,
+ * into values[SCHEDQ_NUM_METRICS] (zeros while nothing was counted here).
+ * An error when the library was not preloaded.
  */
-static void
-metrics_return(FunctionCallInfo fcinfo, pg_atomic_uint64 *counters)
+void
+schedq_metrics_read(bool cluster, uint64 *values)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MetricsDatabase	 *db;
+	pg_atomic_uint64 *counters;
 
-	InitMaterializedSRF(fcinfo, 0);
+	schedq_shm_require_preloaded();
+	db = cluster ? NULL : metrics_database(MyDatabaseId, false);
+	counters = cluster	  ? metrics_shared->cluster :
+			   db != NULL ? db->counters :
+							NULL;
 	for (int i = 0; i < SCHEDQ_NUM_METRICS; i++)
-	{
-		Datum values[2];
-		bool  nulls[2] = { false, false };
-
-		values[0] = CStringGetTextDatum(metric_names[i]);
-		values[1] = Int64GetDatum(
-			counters == NULL ? 0 : (int64) pg_atomic_read_u64(&counters[i]));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-}
-
-PG_FUNCTION_INFO_V1(schedq_metrics);
-
-/*
- * schedq.metrics() of schedq 1.0: every counter of the whole cluster,
- * since the server started.
- */
-Datum
-schedq_metrics(PG_FUNCTION_ARGS)
-{
-	schedq_shm_require_preloaded();
-	metrics_return(fcinfo, metrics_shared->cluster);
-	return (Datum) 0;
-}
-
-PG_FUNCTION_INFO_V1(schedq_metrics_1_1);
-
-/*
- * schedq.metrics() from schedq 1.1: every counter of this database, since
- * the server started (zeros while nothing was counted here).
- */
-Datum
-schedq_metrics_1_1(PG_FUNCTION_ARGS)
-{
-	MetricsDatabase *db;
-
-	schedq_shm_require_preloaded();
-	db = metrics_database(MyDatabaseId, false);
-	metrics_return(fcinfo, db == NULL ? NULL : db->counters);
-	return (Datum) 0;
+		values[i] = counters == NULL ? 0 : pg_atomic_read_u64(&counters[i]);
 }

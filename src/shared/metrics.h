@@ -27,17 +27,18 @@
  * (then true of every write until the table changes), or about one write.
  */
 #define SCHEDQ_DIRECT_DECLINES(X)                                              \
-	X(OFF, off)				  /* schedq.direct_writes is off */                \
-	X(TABLE, table)			  /* not a plain heap table, or Citus's */         \
-	X(COLUMNS, columns)		  /* a column unknown, missing, or retyped */      \
-	X(CONSTRAINT, constraint) /* a CHECK, a NOT NULL the script has not,       \
-							   * a deferrable or exclusion index */            \
-	X(TRIGGER, trigger)		  /* a trigger other than schedq's */              \
-	X(RULE, rule)			  /* a rule */                                     \
-	X(INHERITED, inherited)	  /* tables inherit from it */                     \
+	X(OFF, off)			/* schedq.direct_writes is off */                      \
+	X(TABLE, table)		/* not a plain heap table, or Citus's */               \
+	X(COLUMNS, columns) /* a column unknown, missing, or retyped */            \
+	X(CONSTRAINT,                                                              \
+	  constraint)			/* a CHECK, a NOT NULL the script has not,       \
+							   * a deferrable or exclusion index */ \
+	X(TRIGGER, trigger)		/* a trigger other than schedq's */                \
+	X(RULE, rule)			/* a rule */                                       \
+	X(INHERITED, inherited) /* tables inherit from it */                       \
 	X(ROW_SECURITY, row_security) /* a policy applies to its owner */          \
-	X(KEY, key)				  /* the primary key or identity is another */     \
-	X(INDEX, index)			  /* the claim index is invalid or redefined */    \
+	X(KEY, key)					  /* the primary key or identity is another */ \
+	X(INDEX, index) /* the claim index is invalid or redefined */              \
 	X(STATUS_EVENT, status_event) /* a write the status trigger must see */
 
 #define SCHEDQ_METRIC_DECLINE(sym, name) METRIC_DIRECT_DECLINED_##sym,
@@ -59,12 +60,14 @@ typedef enum SchedqMetric
 	METRIC_ORPHAN_RUNS_REAPED,
 	METRIC_SCHEDULER_LAG_MS,
 	METRIC_TASKS_SET_ASIDE,
-	SCHEDQ_DIRECT_DECLINES(SCHEDQ_METRIC_DECLINE)
-	SCHEDQ_NUM_METRICS
+	SCHEDQ_DIRECT_DECLINES(SCHEDQ_METRIC_DECLINE) SCHEDQ_NUM_METRICS
 } SchedqMetric;
 #undef SCHEDQ_METRIC_DECLINE
 
+extern const char *const schedq_metrics_names[SCHEDQ_NUM_METRICS];
+
 extern void schedq_metrics_init(void);
+extern void schedq_metrics_read(bool cluster, uint64 *values);
 extern void schedq_metrics_count(SchedqMetric metric, uint64 n);
 extern void schedq_metrics_set(SchedqMetric metric, uint64 value);
 extern void schedq_metrics_forget(Oid dboid);

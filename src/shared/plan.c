@@ -44,8 +44,8 @@ plan_kept(SchedqQuery *query)
  * complete in one SELECT, say).
  */
 int
-schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls, long count,
-		   int expected)
+schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,
+				long count, int expected)
 {
 	int ret;
 

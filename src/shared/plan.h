@@ -30,9 +30,9 @@ typedef struct SchedqQuery
 		(sql), 0, NULL, NULL                                                   \
 	}
 
-extern int	  schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,
-						 long count, int expected);
+extern int schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,
+						   long count, int expected);
 extern Portal schedq_plan_cursor_open(SchedqQuery *query, Datum *values,
-								 const char *nulls);
+									  const char *nulls);
 
 #endif /* SCHEDQ_PLAN_H */

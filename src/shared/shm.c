@@ -22,9 +22,9 @@
 
 typedef struct ShmemPart
 {
-	const char	   *name;
+	const char	 *name;
 	SchedqShmSize size;
-	void		  **ptr;
+	void		**ptr;
 	SchedqShmInit init;
 } ShmemPart;
 
@@ -41,7 +41,7 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
  */
 void
 schedq_shm_add(const char *name, SchedqShmSize size, void **ptr,
-				 SchedqShmInit init)
+			   SchedqShmInit init)
 {
 	if (shmem_nparts >= SHMEM_MAX_PARTS)
 		elog(ERROR, "too many schedq shared memory parts");
@@ -102,7 +102,7 @@ void
 schedq_shm_install_hooks(void)
 {
 	schedq_shm_add("schedq", shmem_core_size, (void **) &schedq_shm,
-					 shmem_core_init);
+				   shmem_core_init);
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -119,32 +119,4 @@ schedq_shm_require_preloaded(void)
 	if (schedq_shm == NULL)
 		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("schedq must be loaded via shared_preload_libraries"));
-}
-
-/*
- * The slot of a database, or NULL.  With create, a free slot is taken for
- * it (NULL if none is left).  Caller holds the schedq lock exclusively when
- * create is true, at least shared otherwise.
- */
-SchedqDatabase *
-schedq_shm_database_slot(Oid dboid, bool create)
-{
-	SchedqDatabase *free_slot = NULL;
-
-	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
-	{
-		SchedqDatabase *db = &schedq_shm->databases[i];
-
-		if (db->dboid == dboid)
-			return db;
-		if (db->dboid == InvalidOid && free_slot == NULL)
-			free_slot = db;
-	}
-	if (create && free_slot != NULL)
-	{
-		memset(free_slot, 0, sizeof(SchedqDatabase));
-		free_slot->dboid = dboid;
-		return free_slot;
-	}
-	return NULL;
 }

@@ -85,8 +85,8 @@ slots_shmem_size(void)
 void
 schedq_sqlslots_init(void)
 {
-	schedq_shm_add("schedq executors", slots_shmem_size,
-					 (void **) &executors, NULL);
+	schedq_shm_add("schedq executors", slots_shmem_size, (void **) &executors,
+				   NULL);
 }
 
 /*
@@ -300,9 +300,9 @@ cancel_reset(void)
 }
 
 static SchedqCommitEffect cancel_effect = { .commit = cancel_commit,
-										  .sub_commit = cancel_sub_commit,
-										  .sub_abort = cancel_sub_abort,
-										  .reset = cancel_reset };
+											.sub_commit = cancel_sub_commit,
+											.sub_abort = cancel_sub_abort,
+											.reset = cancel_reset };
 
 /*
  * After commit, interrupt the statement of the executor running this task
@@ -388,4 +388,3 @@ schedq_sqlslots_publish(int64 task_id, int32 attempt)
 	if (task_id == 0)
 		QueryCancelPending = false;
 }
-

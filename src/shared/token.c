@@ -52,7 +52,6 @@ typedef struct TokenKey
 	uint8 secret[TOKEN_SECRET_LEN];
 } TokenKey;
 
-
 /* The cache: keys[0] is the newest, the one that signs. */
 static TokenKey token_keys[TOKEN_MAX_KEYS];
 static int		token_nkeys = 0;

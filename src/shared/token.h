@@ -26,10 +26,10 @@ typedef enum SchedqTokenCheck
 	TOKEN_BAD_SIGNATURE
 } SchedqTokenCheck;
 
-extern char			  *schedq_token_sign(const SchedqToken *token);
-extern SchedqTokenCheck schedq_token_parse(const char *text,
+extern char			   *schedq_token_sign(const SchedqToken *token);
+extern SchedqTokenCheck schedq_token_parse(const char  *text,
 										   SchedqToken *token);
-extern void			   schedq_token_require(const char *text, SchedqToken *token);
-extern int32		   schedq_token_rotate_key(void);
+extern void	 schedq_token_require(const char *text, SchedqToken *token);
+extern int32 schedq_token_rotate_key(void);
 
 #endif /* SCHEDQ_TOKEN_H */

@@ -57,6 +57,7 @@
 
 #include "base/compat.h"
 #include "shared/metrics.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
 #include "shared/wake.h"
 #include "shared/commit.h"
@@ -127,7 +128,7 @@ void
 schedq_wake_init(void)
 {
 	schedq_shm_add("schedq waiters", wake_shmem_size, (void **) &wake_shared,
-					 wake_shmem_init);
+				   wake_shmem_init);
 }
 
 static uint32
@@ -237,7 +238,7 @@ schedq_wake_scheduler_now(Oid dboid)
 	SchedqDatabase *db;
 
 	LWLockAcquire(schedq_shm->lock, LW_SHARED);
-	db = schedq_shm_database_slot(dboid, false);
+	db = schedq_databases_slot(dboid, false);
 	if (db != NULL && db->latch != NULL)
 		SetLatch(db->latch);
 	LWLockRelease(schedq_shm->lock);
@@ -262,7 +263,7 @@ wake_reset(void)
 }
 
 static SchedqCommitEffect wake_effect = { .commit = wake_commit,
-										.reset = wake_reset };
+										  .reset = wake_reset };
 
 /*
  * After commit, wake this database's scheduler.
@@ -325,8 +326,7 @@ wake_waiter_exit(int code, Datum arg)
  * for the next.  Call it before each look.
  */
 void
-schedq_wake_register(ArrayType *queues, ArrayType *caps,
-					   bool only_needing_caps)
+schedq_wake_register(ArrayType *queues, ArrayType *caps, bool only_needing_caps)
 {
 	SchedqWaiter *w = &wake_shared->waiters[SCHEDQ_MY_PROC_INDEX];
 	static bool	  exit_callback = false;

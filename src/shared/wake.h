@@ -36,7 +36,7 @@ extern void schedq_wake_claimers_at_commit(const char *queue,
 extern void schedq_wake_all_claimers_at_commit(void);
 
 extern void schedq_wake_register(ArrayType *queues, ArrayType *caps,
-								   bool only_needing_caps);
+								 bool only_needing_caps);
 extern const SchedqWakeTask *schedq_wake_woken_for(void);
 extern bool schedq_wake_sleep(TimestampTz deadline, uint32 wait_event_info);
 extern void schedq_wake_pass_on(void);

@@ -82,4 +82,3 @@ schedq_budgets_admit(Datum budgets, Datum cost)
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 									  SPI_tuptable->tupdesc, 1, &isnull));
 }
-

@@ -89,9 +89,9 @@ static const char *const claim_index_names[CLAIM_NUM_INDEXES] = {
 
 typedef struct DirectIndex
 {
-	Oid			indexoid;
-	IndexInfo  *info;	 /* predicate and expressions prepared */
-	Bitmapset  *keycols; /* columns of its key, as pull_varattnos has them */
+	Oid		   indexoid;
+	IndexInfo *info;	/* predicate and expressions prepared */
+	Bitmapset *keycols; /* columns of its key, as pull_varattnos has them */
 } DirectIndex;
 
 /*
@@ -220,14 +220,13 @@ direct_claim_index_ok(Relation irel, SchedqClaimIndex which)
 	for (int k = 0; k < info->ii_NumIndexAttrs; k++)
 		if (irel->rd_indoption[k] != 0) /* DESC or NULLS FIRST */
 			return false;
-	ok = (first == 0 || info->ii_IndexAttrNumbers[0] ==
-							schedq_direct_att[TASK_COL_QUEUE]) &&
+	ok = (first == 0 ||
+		  info->ii_IndexAttrNumbers[0] == schedq_direct_att[TASK_COL_QUEUE]) &&
 		 info->ii_IndexAttrNumbers[first] == 0 &&
 		 direct_is_claim_key(linitial(info->ii_Expressions)) &&
 		 info->ii_IndexAttrNumbers[first + 1] ==
 			 schedq_direct_att[TASK_COL_RUN_AT] &&
-		 info->ii_IndexAttrNumbers[first + 2] ==
-			 schedq_direct_att[TASK_COL_ID];
+		 info->ii_IndexAttrNumbers[first + 2] == schedq_direct_att[TASK_COL_ID];
 	if (which == CLAIM_INDEX_SQL)
 		ok = ok && list_length(pred) == 2 &&
 			 direct_is_text_eq(linitial(pred), TASK_COL_STATUS, "available") &&
@@ -238,9 +237,10 @@ direct_claim_index_ok(Relation irel, SchedqClaimIndex which)
 	/* the opclasses: the default ones of the key's types */
 	for (int k = 0; ok && k < info->ii_NumIndexKeyAttrs; k++)
 		ok = irel->rd_opfamily[k] ==
-			 get_opclass_family(GetDefaultOpClass(
-				 TupleDescAttr(RelationGetDescr(irel), k)->atttypid,
-				 BTREE_AM_OID));
+			 get_opclass_family(
+				 GetDefaultOpClass(TupleDescAttr(RelationGetDescr(irel), k)
+									   ->atttypid,
+								   BTREE_AM_OID));
 	return ok;
 }
 
@@ -266,8 +266,7 @@ direct_describe_columns(TupleDesc desc)
 			continue;
 		live++;
 		for (c = 0; c < TASK_NUM_COLUMNS; c++)
-			if (strcmp(NameStr(att->attname), schedq_task_column_names[c]) ==
-				0)
+			if (strcmp(NameStr(att->attname), schedq_task_column_names[c]) == 0)
 				break;
 		if (c == TASK_NUM_COLUMNS ||
 			att->atttypid != schedq_task_column_types[c] || att->attgenerated)
@@ -343,8 +342,8 @@ direct_describe(Relation rel)
 		return;
 	cache.pkey = schedq_primary_key_index(rel);
 	if (!OidIsValid(cache.pkey) ||
-		!OidIsValid(schedq_identity_sequence(rel,
-											 schedq_direct_att[TASK_COL_ID])))
+		!OidIsValid(
+			schedq_identity_sequence(rel, schedq_direct_att[TASK_COL_ID])))
 	{
 		cache.decline = DIRECT_DECLINE_KEY;
 		return;
@@ -382,8 +381,7 @@ direct_describe(Relation rel)
 			 info->ii_NumIndexKeyAttrs != 1 ||
 			 info->ii_IndexAttrNumbers[0] != schedq_direct_att[TASK_COL_ID]))
 			cache.decline = DIRECT_DECLINE_KEY;
-		else if (!irel->rd_index->indimmediate ||
-				 info->ii_ExclusionOps != NULL)
+		else if (!irel->rd_index->indimmediate || info->ii_ExclusionOps != NULL)
 			cache.decline = DIRECT_DECLINE_CONSTRAINT;
 		if (cache.decline >= 0)
 		{
@@ -536,8 +534,8 @@ schedq_direct_defaults(SchedqDirectWrite *dw, TupleTableSlot *slot,
 		{
 			MemoryContext old =
 				MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			Datum value = ExecEvalExpr(cache.defaults[c], econtext,
-									   &slot->tts_isnull[a]);
+			Datum value =
+				ExecEvalExpr(cache.defaults[c], econtext, &slot->tts_isnull[a]);
 
 			MemoryContextSwitchTo(old);
 			/* the row outlives the per-tuple memory */
@@ -581,9 +579,8 @@ schedq_direct_index_insert(SchedqDirectWrite *dw, TupleTableSlot *slot,
 		bool		 isnull[INDEX_MAX_KEYS];
 		Relation	 irel;
 
-		if (!info->ii_ReadyForInserts ||
-			(which == SCHEDQ_INDEXES_SUMMARIZING &&
-			 !schedq_index_summarizing(info)))
+		if (!info->ii_ReadyForInserts || (which == SCHEDQ_INDEXES_SUMMARIZING &&
+										  !schedq_index_summarizing(info)))
 			continue;
 		if (info->ii_PredicateState != NULL &&
 			!ExecQual(info->ii_PredicateState, econtext))
@@ -609,9 +606,9 @@ schedq_direct_update(SchedqDirectWrite *dw, HeapTuple old, int n,
 					 const SchedqTaskColumn *cols, const Datum *values,
 					 const bool *nulls)
 {
-	TupleDesc		  desc = RelationGetDescr(dw->rel);
-	int				  attnums[TASK_NUM_COLUMNS];
-	HeapTuple		  new;
+	TupleDesc desc = RelationGetDescr(dw->rel);
+	int		  attnums[TASK_NUM_COLUMNS];
+	HeapTuple new;
 	SchedqIndexUpdate which;
 
 	Assert(n <= TASK_NUM_COLUMNS);
@@ -627,8 +624,9 @@ schedq_direct_update(SchedqDirectWrite *dw, HeapTuple old, int n,
 		Bitmapset *changed = NULL;
 
 		for (int i = 0; i < n; i++)
-			changed = bms_add_member(changed, attnums[i] -
-												  FirstLowInvalidHeapAttributeNumber);
+			changed =
+				bms_add_member(changed,
+							   attnums[i] - FirstLowInvalidHeapAttributeNumber);
 		ExecStoreHeapTuple(new, newslot, false);
 		schedq_direct_index_insert(dw, newslot, changed, which);
 		ExecDropSingleTupleTableSlot(newslot);

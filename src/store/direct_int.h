@@ -48,21 +48,21 @@ typedef struct SchedqDirectWrite
 /* The attribute numbers of TASK_COLUMNS in the table as described. */
 extern AttrNumber schedq_direct_att[TASK_NUM_COLUMNS];
 
-extern bool	 schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd);
-extern void	 schedq_direct_end(SchedqDirectWrite *dw);
-extern Oid	 schedq_direct_primary_key(void);
-extern Oid	 schedq_direct_claim_index(SchedqClaimIndex which);
-extern void	 schedq_direct_defaults(SchedqDirectWrite *dw, TupleTableSlot *slot,
-									const bool *set);
-extern void	 schedq_direct_index_insert(SchedqDirectWrite *dw,
-										TupleTableSlot *slot,
-										const Bitmapset *changed,
-										SchedqIndexUpdate which);
+extern bool schedq_direct_begin(SchedqDirectWrite *dw, CmdType cmd);
+extern void schedq_direct_end(SchedqDirectWrite *dw);
+extern Oid	schedq_direct_primary_key(void);
+extern Oid	schedq_direct_claim_index(SchedqClaimIndex which);
+extern void schedq_direct_defaults(SchedqDirectWrite *dw, TupleTableSlot *slot,
+								   const bool *set);
+extern void schedq_direct_index_insert(SchedqDirectWrite *dw,
+									   TupleTableSlot	 *slot,
+									   const Bitmapset	 *changed,
+									   SchedqIndexUpdate  which);
 extern HeapTuple schedq_direct_update(SchedqDirectWrite *dw, HeapTuple old,
 									  int n, const SchedqTaskColumn *cols,
 									  const Datum *values, const bool *nulls);
-extern bool	 schedq_direct_text_equals(Datum value, const char *s);
-extern bool	 schedq_direct_text_in(Datum value, const Datum *elems,
-								   const bool *nulls, int nelems);
+extern bool		 schedq_direct_text_equals(Datum value, const char *s);
+extern bool		 schedq_direct_text_in(Datum value, const Datum *elems,
+									   const bool *nulls, int nelems);
 
 #endif /* SCHEDQ_DIRECT_INT_H */

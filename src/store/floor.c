@@ -53,6 +53,7 @@
 #include "store/floor.h"
 #include "shared/plan.h"
 #include "base/settings.h"
+#include "shared/databases.h"
 #include "shared/shm.h"
 #include "shared/commit.h"
 
@@ -122,7 +123,7 @@ void
 schedq_floor_init(void)
 {
 	schedq_shm_add("schedq claim floors", floor_shmem_size, (void **) &floors,
-					 floor_shmem_init);
+				   floor_shmem_init);
 }
 
 static int
@@ -264,9 +265,9 @@ floor_reset(void)
 }
 
 static SchedqCommitEffect floor_effect = { .pre_commit = floor_pre_commit,
-										 .pre_prepare = floor_pre_prepare,
-										 .commit = floor_commit,
-										 .reset = floor_reset };
+										   .pre_prepare = floor_pre_prepare,
+										   .commit = floor_commit,
+										   .reset = floor_reset };
 
 /*
  * This transaction makes a task available: lower the floor to its key

@@ -39,4 +39,3 @@ schedq_queues_any_paused(void)
 	}
 	return paused_exist;
 }
-

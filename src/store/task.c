@@ -45,25 +45,22 @@ const char *const schedq_task_status_names[TASK_NUM_STATUSES] = {
 };
 
 #define TASK_COLUMN_NAME(sym, name, type, notnull) [TASK_COL_##sym] = #name,
-const char *const schedq_task_column_names[TASK_NUM_COLUMNS] = {
-	TASK_COLUMNS(TASK_COLUMN_NAME)
-};
+const char *const schedq_task_column_names[TASK_NUM_COLUMNS] = { TASK_COLUMNS(
+	TASK_COLUMN_NAME) };
 #define TASK_COLUMN_TYPE(sym, name, type, notnull) [TASK_COL_##sym] = type,
-const Oid schedq_task_column_types[TASK_NUM_COLUMNS] = {
-	TASK_COLUMNS(TASK_COLUMN_TYPE)
-};
-#define TASK_COLUMN_NOTNULL(sym, name, type, notnull) [TASK_COL_##sym] = notnull,
-const bool schedq_task_column_notnull[TASK_NUM_COLUMNS] = {
-	TASK_COLUMNS(TASK_COLUMN_NOTNULL)
-};
+const Oid schedq_task_column_types[TASK_NUM_COLUMNS] = { TASK_COLUMNS(
+	TASK_COLUMN_TYPE) };
+#define TASK_COLUMN_NOTNULL(sym, name, type, notnull)                          \
+	[TASK_COL_##sym] = notnull,
+const bool schedq_task_column_notnull[TASK_NUM_COLUMNS] = { TASK_COLUMNS(
+	TASK_COLUMN_NOTNULL) };
 #define TASK_OPTION_COLUMN(sym, column, sqltype) [OPT_##sym] = TASK_COL_##sym,
 const SchedqTaskColumn schedq_task_option_columns[TASK_NUM_OPTIONS] = {
 	TASK_OPTIONS(TASK_OPTION_COLUMN)
 };
 #define TASK_OPTION_NAME(sym, column, sqltype) [OPT_##sym] = #column,
-const char *const schedq_task_option_names[TASK_NUM_OPTIONS] = {
-	TASK_OPTIONS(TASK_OPTION_NAME)
-};
+const char *const schedq_task_option_names[TASK_NUM_OPTIONS] = { TASK_OPTIONS(
+	TASK_OPTION_NAME) };
 #define TASK_OPTION_SQLTYPE(sym, column, sqltype) [OPT_##sym] = sqltype,
 const char *const schedq_task_option_sqltypes[TASK_NUM_OPTIONS] = {
 	TASK_OPTIONS(TASK_OPTION_SQLTYPE)
@@ -349,7 +346,8 @@ schedq_task_check_budgets(Datum budgets)
 	ArrayType *arr = DatumGetArrayTypeP(budgets);
 
 	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
-		schedq_plan_run(&q_missing_budget, &budgets, NULL, 0, SPI_OK_SELECT) > 0)
+		schedq_plan_run(&q_missing_budget, &budgets, NULL, 0, SPI_OK_SELECT) >
+			0)
 		ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("budget \"%s\" does not exist",
 					   SPI_getvalue(SPI_tuptable->vals[0],

@@ -157,11 +157,11 @@ typedef enum SchedqTaskOption
 
 /* "kind, payload, ..., dedup_key, ": the options' columns, as SQL. */
 #define TASK_OPTION_SQL_NAME(sym, column, sqltype) #column ", "
-#define TASK_OPTION_COLUMNS_SQL TASK_OPTIONS(TASK_OPTION_SQL_NAME)
+#define TASK_OPTION_COLUMNS_SQL					   TASK_OPTIONS(TASK_OPTION_SQL_NAME)
 
 extern const SchedqTaskColumn schedq_task_option_columns[TASK_NUM_OPTIONS];
 extern const char *const	  schedq_task_option_sqltypes[TASK_NUM_OPTIONS];
-extern const char *const schedq_task_option_names[TASK_NUM_OPTIONS];
+extern const char *const	  schedq_task_option_names[TASK_NUM_OPTIONS];
 
 typedef struct SchedqTaskOptions
 {

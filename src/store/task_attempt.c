@@ -97,8 +97,9 @@ static SchedqQuery q_state =
 	SCHEDQ_QUERY("SELECT lease_expires_at < now()"
 				 " FROM schedq.task WHERE" ATTEMPT_IS_RUNNING,
 				 INT8OID, INT4OID, INT8OID);
-static SchedqQuery q_owner = SCHEDQ_QUERY(
-	"SELECT owner::oid, deadline FROM schedq.task WHERE id = $1", INT8OID);
+static SchedqQuery q_owner =
+	SCHEDQ_QUERY("SELECT owner::oid, deadline FROM schedq.task WHERE id = $1",
+				 INT8OID);
 
 /*
  * Where the tasks this backend claimed last were, so that complete() in
@@ -157,8 +158,9 @@ schedq_task_attempt_heartbeat(int64 task_id, int32 attempt, int64 nonce,
 	if (schedq_plan_run(&q_heartbeat, values, nulls, 0,
 						SPI_OK_UPDATE_RETURNING) != 1)
 		return false;
-	*expires = DatumGetTimestampTz(SPI_getbinval(
-		SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*expires =
+		DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
 	return true;
 }
 
@@ -181,10 +183,11 @@ attempt_is_running(HeapTuple tuple, TupleDesc desc, int64 task_id,
 									  schedq_direct_att[TASK_COL_CLAIM_NONCE],
 									  desc, &isnull)) == nonce &&
 		   !isnull &&
-		   schedq_direct_text_equals(
-			   heap_getattr(tuple, schedq_direct_att[TASK_COL_STATUS], desc,
-							&isnull),
-			   "running");
+		   schedq_direct_text_equals(heap_getattr(tuple,
+												  schedq_direct_att
+													  [TASK_COL_STATUS],
+												  desc, &isnull),
+									 "running");
 }
 
 /*
@@ -217,8 +220,8 @@ attempt_find(SchedqDirectWrite *dw, int64 task_id, int32 attempt, int64 nonce,
 			bool isnull;
 			bool same_task =
 				DatumGetInt64(heap_getattr(&hinted,
-										   schedq_direct_att[TASK_COL_ID],
-										   desc, &isnull)) == task_id;
+										   schedq_direct_att[TASK_COL_ID], desc,
+										   &isnull)) == task_id;
 
 			found = same_task &&
 					attempt_is_running(&hinted, desc, task_id, attempt, nonce);
@@ -257,8 +260,8 @@ attempt_gate_event(HeapTuple old, TupleDesc desc)
 	char  nulls[3] = { ' ', ' ', 'n' };
 	bool  isnull;
 
-	values[0] = heap_getattr(old, schedq_direct_att[TASK_COL_LOCK_KEY], desc,
-							 &isnull);
+	values[0] =
+		heap_getattr(old, schedq_direct_att[TASK_COL_LOCK_KEY], desc, &isnull);
 	if (isnull)
 		nulls[0] = 'n';
 	values[1] = heap_getattr(old, schedq_direct_att[TASK_COL_CONCURRENCY_KEY],
@@ -282,19 +285,19 @@ attempt_gate_event(HeapTuple old, TupleDesc desc)
  * does not mind).
  */
 static SchedqDirectOutcome
-attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce,
-						Datum result, bool result_null, ItemPointer hint)
+attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce, Datum result,
+						bool result_null, ItemPointer hint)
 {
 	static const SchedqTaskColumn cols[] = { TASK_COL_STATUS, TASK_COL_RESULT,
 											 TASK_COL_FINISHED_AT };
-	SchedqDirectWrite dw;
-	ItemPointerData	  tid;
-	TM_FailureData	  tmfd;
-	TupleDesc		  desc;
-	HeapTuple		  old;
-	bool			  should_free;
-	bool			  isnull;
-	SchedqDirectOutcome outcome = DIRECT_DONE;
+	SchedqDirectWrite			  dw;
+	ItemPointerData				  tid;
+	TM_FailureData				  tmfd;
+	TupleDesc					  desc;
+	HeapTuple					  old;
+	bool						  should_free;
+	bool						  isnull;
+	SchedqDirectOutcome			  outcome = DIRECT_DONE;
 
 	if (!schedq_direct_begin(&dw, CMD_UPDATE))
 		return DIRECT_DECLINED;
@@ -343,10 +346,9 @@ attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce,
 	}
 	else
 	{
-		Datum values[3] = {
-			CStringGetTextDatum("done"), result,
-			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())
-		};
+		Datum values[3] = { CStringGetTextDatum("done"), result,
+							TimestampTzGetDatum(
+								GetCurrentTransactionStartTimestamp()) };
 		bool  nulls[3] = { false, result_null, false };
 
 		(void) schedq_direct_update(&dw, old, lengthof(cols), cols, values,
@@ -369,9 +371,9 @@ schedq_task_attempt_complete(int64 task_id, int32 attempt, int64 nonce,
 {
 	ClaimedRow	   *slot = attempt_claimed_slot(task_id);
 	ItemPointerData hint;
-	Datum			values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
-								  Int64GetDatum(nonce), result, (Datum) 0 };
-	char			nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', 'n' };
+	Datum values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+						Int64GetDatum(nonce), result, (Datum) 0 };
+	char  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', 'n' };
 
 	ItemPointerSetInvalid(&hint);
 	if (slot->task_id == task_id && slot->attempt == attempt)
@@ -511,8 +513,8 @@ schedq_task_attempt_owner(int64 task_id, Oid *owner, TimestampTz *deadline)
 
 	if (schedq_plan_run(&q_owner, &id, NULL, 0, SPI_OK_SELECT) != 1)
 		return false;
-	*owner = DatumGetObjectId(
-		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
 	value =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	*deadline = isnull ? 0 : DatumGetTimestampTz(value);

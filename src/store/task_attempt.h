@@ -39,14 +39,12 @@ extern bool schedq_task_attempt_heartbeat(int64 task_id, int32 attempt,
 extern bool schedq_task_attempt_complete(int64 task_id, int32 attempt,
 										 int64 nonce, Datum result,
 										 bool result_null);
-extern SchedqFailOutcome schedq_task_attempt_fail(int64 task_id, int32 attempt,
-												  const int64 *nonce,
-												  const char *error,
-												  int64 retry_us,
-												  bool permanent);
+extern SchedqFailOutcome
+schedq_task_attempt_fail(int64 task_id, int32 attempt, const int64 *nonce,
+						 const char *error, int64 retry_us, bool permanent);
 extern SchedqAttemptState schedq_task_attempt_state(int64 task_id,
 													int32 attempt, int64 nonce);
-extern bool schedq_task_attempt_owner(int64 task_id, Oid *owner,
-									  TimestampTz *deadline);
+extern bool				  schedq_task_attempt_owner(int64 task_id, Oid *owner,
+													TimestampTz *deadline);
 
 #endif /* SCHEDQ_TASK_ATTEMPT_H */

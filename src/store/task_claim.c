@@ -106,8 +106,9 @@
 
 #define CLAIM_CANDIDATES(queue_filter, paused_filter, budget_filter)           \
 	"SELECT t.id, t.budgets, t.cost FROM schedq.task t" CLAIM_RULE(            \
-		queue_filter, paused_filter, budget_filter) " LIMIT $1"                \
-												   " FOR UPDATE OF t SKIP LOCKED"
+		queue_filter, paused_filter,                                           \
+		budget_filter) " LIMIT $1"                                             \
+					   " FOR UPDATE OF t SKIP LOCKED"
 
 /* The columns of a claimed task, CLAIMED_COLUMNS of them, then its ctid. */
 #define CLAIM_RETURNING                                                        \
@@ -173,10 +174,11 @@ static SchedqQuery claim_statement[2][CLAIM_NUM_FILTERS] = {
 
 /* A waiting claim's look: the rule for one task, taking nothing. */
 #define CLAIM_LOOK(queue_filter)                                               \
-	SCHEDQ_QUERY("SELECT FROM schedq.task t" CLAIM_RULE(                       \
-					 queue_filter, CLAIM_NOT_PAUSED, CLAIM_BUDGET_FILTER)      \
-					 " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",                \
-				 CLAIM_TYPES)
+	SCHEDQ_QUERY(                                                              \
+		"SELECT FROM schedq.task t" CLAIM_RULE(                                \
+			queue_filter, CLAIM_NOT_PAUSED,                                    \
+			CLAIM_BUDGET_FILTER) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",    \
+		CLAIM_TYPES)
 
 static SchedqQuery claim_look[CLAIM_NUM_FILTERS] = {
 	CLAIM_LOOK(CLAIM_ALL_SQL),
@@ -226,8 +228,8 @@ claim_params(const SchedqClaimRequest *r, Datum *values, char *nulls)
 	values[10] = Int64GetDatum(r->floor.id);
 	values[11] = Int64GetDatum(r->nonce);
 	/* SQL tasks an executor still runs (retried while it ignores a cancel) */
-	values[12] = r->filter == CLAIM_SQL_TASKS ? schedq_sqlslots_busy_tasks() :
-												(Datum) 0;
+	values[12] =
+		r->filter == CLAIM_SQL_TASKS ? schedq_sqlslots_busy_tasks() : (Datum) 0;
 	nulls[12] = r->filter == CLAIM_SQL_TASKS ? ' ' : 'n';
 }
 
@@ -308,8 +310,9 @@ claim_rule_holds(const SchedqClaimRequest *r, const ClaimArrays *a,
 	bool	   *nulls;
 	int			nelems;
 
-	if (!schedq_direct_text_equals(
-			slot_getattr(slot, att[TASK_COL_STATUS], &isnull), "available"))
+	if (!schedq_direct_text_equals(slot_getattr(slot, att[TASK_COL_STATUS],
+												&isnull),
+								   "available"))
 		return false;
 	queue = slot_getattr(slot, att[TASK_COL_QUEUE], &isnull);
 	if (r->queues != NULL &&
@@ -319,8 +322,9 @@ claim_rule_holds(const SchedqClaimRequest *r, const ClaimArrays *a,
 	{
 		int64 id = DatumGetInt64(slot_getattr(slot, att[TASK_COL_ID], &isnull));
 
-		if (!schedq_direct_text_equals(
-				slot_getattr(slot, att[TASK_COL_KIND], &isnull), TASK_SQL))
+		if (!schedq_direct_text_equals(slot_getattr(slot, att[TASK_COL_KIND],
+													&isnull),
+									   TASK_SQL))
 			return false;
 		for (int i = 0; i < a->nbusy; i++)
 			if (!a->busy_nulls[i] && DatumGetInt64(a->busy[i]) == id)
@@ -348,8 +352,9 @@ claim_rule_holds(const SchedqClaimRequest *r, const ClaimArrays *a,
 
 	return r->admin ||
 		   has_privs_of_role(r->caller,
-							 DatumGetObjectId(slot_getattr(
-								 slot, att[TASK_COL_OWNER], &isnull)));
+							 DatumGetObjectId(slot_getattr(slot,
+														   att[TASK_COL_OWNER],
+														   &isnull)));
 }
 
 /*
@@ -362,7 +367,7 @@ claim_rule_holds_tuple(SchedqDirectWrite *dw, const SchedqClaimRequest *r,
 {
 	MemoryContext old =
 		MemoryContextSwitchTo(GetPerTupleMemoryContext(dw->estate));
-	bool		  holds = claim_rule_holds(r, a, slot);
+	bool holds = claim_rule_holds(r, a, slot);
 
 	MemoryContextSwitchTo(old);
 	ResetPerTupleExprContext(dw->estate);
@@ -379,34 +384,31 @@ claim_take(SchedqDirectWrite *dw, const SchedqClaimRequest *r,
 		   TupleTableSlot *slot, SchedqClaimed *out)
 {
 	static const SchedqTaskColumn cols[] = {
-		TASK_COL_STATUS,		   TASK_COL_ATTEMPTS,	TASK_COL_CLAIMED_BY,
-		TASK_COL_LEASE,			   TASK_COL_LEASE_EXPIRES_AT,
-		TASK_COL_STARTED_AT,	   TASK_COL_DEADLINE,	TASK_COL_CLAIM_NONCE,
+		TASK_COL_STATUS,   TASK_COL_ATTEMPTS,		  TASK_COL_CLAIMED_BY,
+		TASK_COL_LEASE,	   TASK_COL_LEASE_EXPIRES_AT, TASK_COL_STARTED_AT,
+		TASK_COL_DEADLINE, TASK_COL_CLAIM_NONCE,
 	};
 	static const SchedqTaskColumn returned[CLAIMED_COLUMNS] = {
-		TASK_COL_ID,	   TASK_COL_ATTEMPTS, TASK_COL_QUEUE,
-		TASK_COL_KIND,	   TASK_COL_PAYLOAD,  TASK_COL_PRIORITY,
-		TASK_COL_RUN_ID,   TASK_COL_LEASE_EXPIRES_AT,
-		TASK_COL_RUN_AT,
+		TASK_COL_ID,	 TASK_COL_ATTEMPTS,			TASK_COL_QUEUE,
+		TASK_COL_KIND,	 TASK_COL_PAYLOAD,			TASK_COL_PRIORITY,
+		TASK_COL_RUN_ID, TASK_COL_LEASE_EXPIRES_AT, TASK_COL_RUN_AT,
 	};
 	TupleDesc	desc = RelationGetDescr(dw->rel);
 	AttrNumber *att = schedq_direct_att;
 	bool		isnull;
 	bool		timeout_null;
-	Datum		timeout =
-		slot_getattr(slot, att[TASK_COL_TIMEOUT], &timeout_null);
+	Datum timeout = slot_getattr(slot, att[TASK_COL_TIMEOUT], &timeout_null);
 	Datum now = TimestampTzGetDatum(r->now);
 	Datum by_lease = DirectFunctionCall2(timestamptz_pl_interval, now,
 										 IntervalPGetDatum(r->lease));
-	Datum deadline =
-		timeout_null ?
-			(Datum) 0 :
-			DirectFunctionCall2(timestamptz_pl_interval, now, timeout);
-	int32	  attempts = DatumGetInt32(
-		  slot_getattr(slot, att[TASK_COL_ATTEMPTS], &isnull));
-	Datum	  values[lengthof(cols)];
-	bool	  nulls[lengthof(cols)] = { false };
-	bool	  should_free;
+	Datum deadline = timeout_null ? (Datum) 0 :
+									DirectFunctionCall2(timestamptz_pl_interval,
+														now, timeout);
+	int32 attempts =
+		DatumGetInt32(slot_getattr(slot, att[TASK_COL_ATTEMPTS], &isnull));
+	Datum values[lengthof(cols)];
+	bool  nulls[lengthof(cols)] = { false };
+	bool  should_free;
 	HeapTuple new;
 
 	/* attempts + 1, an int4: as the statement's + raises 22003 */
@@ -427,9 +429,10 @@ claim_take(SchedqDirectWrite *dw, const SchedqClaimRequest *r,
 	nulls[6] = timeout_null;
 	values[7] = Int64GetDatum(r->nonce);
 
-	new = schedq_direct_update(
-		dw, ExecFetchSlotHeapTuple(slot, false, &should_free), lengthof(cols),
-		cols, values, nulls);
+	new =
+		schedq_direct_update(dw,
+							 ExecFetchSlotHeapTuple(slot, false, &should_free),
+							 lengthof(cols), cols, values, nulls);
 	for (int i = 0; i < CLAIMED_COLUMNS; i++)
 		out->v[i] = heap_getattr(new, att[returned[i]], desc, &out->isnull[i]);
 	out->tid = new->t_self;
@@ -506,12 +509,13 @@ claim_direct(const SchedqClaimRequest *r, SchedqClaimed *rows)
 		CHECK_FOR_INTERRUPTS();
 		if (!claim_rule_holds_tuple(&dw, r, &a, dw.slot))
 			continue;
-		res = table_tuple_lock(dw.rel, &tid, dw.snapshot, lockslot,
-							   GetCurrentCommandId(false), LockTupleExclusive,
-							   LockWaitSkip,
-							   xact_snapshot ? 0 :
-											   TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							   &tmfd);
+		res =
+			table_tuple_lock(dw.rel, &tid, dw.snapshot, lockslot,
+							 GetCurrentCommandId(false), LockTupleExclusive,
+							 LockWaitSkip,
+							 xact_snapshot ? 0 :
+											 TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							 &tmfd);
 		switch (res)
 		{
 			case TM_Ok:
@@ -521,14 +525,13 @@ claim_direct(const SchedqClaimRequest *r, SchedqClaimed *rows)
 					continue;
 				claim_take(&dw, r, lockslot, &rows[taken++]);
 				break;
-			case TM_WouldBlock:		/* SKIP LOCKED */
-			case TM_SelfModified:	/* taken by this command already */
+			case TM_WouldBlock:	  /* SKIP LOCKED */
+			case TM_SelfModified: /* taken by this command already */
 				break;
 			case TM_Updated:
 			case TM_Deleted:
 				if (xact_snapshot)
-					ereport(ERROR,
-							errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					ereport(ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 							errmsg("could not serialize access due to "
 								   "concurrent update"));
 				break;
@@ -585,8 +588,8 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 
 		if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
 			!schedq_budgets_admit(budgets, SPI_getbinval(candidates->vals[i],
-														 candidates->tupdesc,
-														 3, &isnull)))
+														 candidates->tupdesc, 3,
+														 &isnull)))
 		{
 			/* Another claim used the room between our look and our lock. */
 			schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);
@@ -637,6 +640,6 @@ schedq_task_claim_still_there(const SchedqWakeTask *wake)
 	values[1] = TimestampTzGetDatum(wake->run_at);
 	values[2] = Int64GetDatum(wake->id);
 	values[3] = Int32GetDatum((int32) wake->queue);
-	return schedq_plan_run(&claim_still_there, values, NULL, 1,
-						   SPI_OK_SELECT) > 0;
+	return schedq_plan_run(&claim_still_there, values, NULL, 1, SPI_OK_SELECT) >
+		   0;
 }

@@ -105,7 +105,7 @@ insert_check_references(SchedqCall *call, SchedqTaskOptions *opts)
 		Oid	  owner;
 
 		if (schedq_plan_run(&q_check_run, &opts->v[OPT_RUN_ID], NULL, 0,
-					   SPI_OK_SELECT) == 0)
+							SPI_OK_SELECT) == 0)
 			ereport(ERROR, errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 					errmsg("run " INT64_FORMAT " does not exist", run_id));
 		status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -121,7 +121,7 @@ insert_check_references(SchedqCall *call, SchedqTaskOptions *opts)
 					errdetail("Its status is \"%s\".", status));
 		/* the run has a task now: the reaper may finish it once all end */
 		schedq_plan_run(&q_run_has_tasks, &opts->v[OPT_RUN_ID], NULL, 0,
-				   SPI_OK_UPDATE);
+						SPI_OK_UPDATE);
 	}
 
 	if (ArrayGetNItems(ARR_NDIM(deps), ARR_DIMS(deps)) > 0)
@@ -177,7 +177,7 @@ insert_status(const SchedqTaskOptions *opts)
  */
 static void
 insert_params(SchedqCall *call, const SchedqTaskOptions *opts,
-					 const char *status, Datum *values, char *nulls)
+			  const char *status, Datum *values, char *nulls)
 {
 	for (int i = 0; i < TASK_NUM_OPTIONS; i++)
 	{
@@ -198,8 +198,8 @@ insert_params(SchedqCall *call, const SchedqTaskOptions *opts,
  * the statements must do it.
  */
 static bool
-insert_direct(const SchedqTaskOptions *const *opts,
-			  const char *const *statuses, int n, Oid owner, Datum *ids)
+insert_direct(const SchedqTaskOptions *const *opts, const char *const *statuses,
+			  int n, Oid owner, Datum *ids)
 {
 #define INSERT_CHUNK 1000
 	SchedqDirectWrite dw;
@@ -226,6 +226,9 @@ insert_direct(const SchedqTaskOptions *const *opts,
 
 			Assert(o->null[OPT_DEDUP_KEY]);
 			ExecClearTuple(slot);
+			/* every attribute NULL first: dropped ones stay so */
+			memset(slot->tts_isnull, true,
+				   sizeof(bool) * RelationGetDescr(dw.rel)->natts);
 			for (int opt = 0; opt < TASK_NUM_OPTIONS; opt++)
 			{
 				int a = schedq_direct_att[schedq_task_option_columns[opt]] - 1;
@@ -268,8 +271,8 @@ insert_direct(const SchedqTaskOptions *const *opts,
  * INSERT each where the direct path declines.
  */
 void
-schedq_task_insert(SchedqCall *call, const SchedqTaskOptions *const *opts, int n,
-			  Datum *ids)
+schedq_task_insert(SchedqCall *call, const SchedqTaskOptions *const *opts,
+				   int n, Datum *ids)
 {
 	const char **statuses = palloc(sizeof(char *) * Max(n, 1));
 
@@ -283,7 +286,8 @@ schedq_task_insert(SchedqCall *call, const SchedqTaskOptions *const *opts, int n
 			bool  isnull;
 
 			insert_params(call, opts[i], statuses[i], values, nulls);
-			schedq_plan_run(&q_insert, values, nulls, 0, SPI_OK_INSERT_RETURNING);
+			schedq_plan_run(&q_insert, values, nulls, 0,
+							SPI_OK_INSERT_RETURNING);
 			ids[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								   1, &isnull);
 		}
@@ -320,7 +324,7 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 	for (int tries = 0; tries < 3; tries++)
 	{
 		if (schedq_plan_run(&q_insert_dedup, values, nulls, 0,
-					   SPI_OK_INSERT_RETURNING) == 1)
+							SPI_OK_INSERT_RETURNING) == 1)
 		{
 			schedq_metrics_count(METRIC_TASKS_SUBMITTED, 1);
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
@@ -328,9 +332,9 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 											   &isnull));
 		}
 		if (schedq_plan_run(&q_find_dedup,
-					   (Datum[]){ opts->v[OPT_DEDUP_KEY],
-								  ObjectIdGetDatum(call->caller) },
-					   NULL, 0, SPI_OK_SELECT) == 1)
+							(Datum[]){ opts->v[OPT_DEDUP_KEY],
+									   ObjectIdGetDatum(call->caller) },
+							NULL, 0, SPI_OK_SELECT) == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1,
 											   &isnull));
@@ -342,4 +346,3 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 			TextDatumGetCString(opts->v[OPT_DEDUP_KEY])));
 	pg_unreachable();
 }
-

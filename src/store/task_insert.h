@@ -10,7 +10,7 @@
 #include "shared/call.h"
 #include "store/task.h"
 
-extern void	 schedq_task_insert(SchedqCall *call,
+extern void	 schedq_task_insert(SchedqCall					   *call,
 								const SchedqTaskOptions *const *opts, int n,
 								Datum *ids);
 extern int64 schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * store/task_runs.c
- *	  Workflows: create_run, cancel_run, what applies a run's failure
- *	  policy and finishes it when one of its tasks ends, and the reaper's
+ *	  Workflows: what applies a run's failure policy and finishes it when
+ *	  one of its tasks ends, cancel_run's statements, and the reaper's
  *	  sweep for runs left running.
  *
  * A task of a run that ends fires the status trigger of schedq.task
@@ -29,17 +29,12 @@
 #include "utils/builtins.h"
 
 #include "shared/call.h"
-#include "base/check.h"
 #include "shared/sqlslots.h"
 #include "shared/metrics.h"
 #include "shared/plan.h"
 #include "store/task_runs.h"
 #include "store/task.h"
 
-static SchedqQuery q_create =
-	SCHEDQ_QUERY("INSERT INTO schedq.run (name, failure_policy, owner)"
-				 " VALUES ($1, $2, $3::regrole) RETURNING id",
-				 TEXTOID, TEXTOID, OIDOID);
 static SchedqQuery q_lock_run =
 	SCHEDQ_QUERY("SELECT status, failure_policy, owner::oid FROM schedq.run"
 				 " WHERE id = $1 FOR UPDATE",
@@ -121,90 +116,36 @@ run_note_canceled(int n)
 static void
 run_cancel_live_tasks(Datum run_id)
 {
-	run_note_canceled(
-		schedq_plan_run(&q_cancel_tasks, &run_id, NULL, 0, SPI_OK_UPDATE_RETURNING));
+	run_note_canceled(schedq_plan_run(&q_cancel_tasks, &run_id, NULL, 0,
+									  SPI_OK_UPDATE_RETURNING));
 }
 
-PG_FUNCTION_INFO_V1(schedq_create_run);
-
 /*
- * schedq.create_run(name, failure_policy): a new run, owned by the caller.
+ * Cancel a run and every unfinished task of it, for a caller that may act
+ * for its owner.  False, changing nothing, when the run is already
+ * finished or does not exist.
  */
-Datum
-schedq_create_run(PG_FUNCTION_ARGS)
+bool
+schedq_task_runs_cancel(SchedqCall *call, Datum run_id)
 {
-	SchedqCall call;
-	Datum	   values[3];
-	char	   nulls[3] = { PG_ARGISNULL(0) ? 'n' : ' ', ' ', ' ' };
-	char	  *policy;
-	bool	   isnull;
-	int64	   id;
+	bool isnull;
+	Oid	 owner;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("failure_policy must not be null"));
-	if (!PG_ARGISNULL(0))
-		schedq_check_name("name", PG_GETARG_TEXT_PP(0));
-	schedq_check_name("failure_policy", PG_GETARG_TEXT_PP(1));
-	policy = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (strcmp(policy, "halt") != 0 && strcmp(policy, "continue") != 0)
-		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("invalid failure_policy \"%s\"", policy),
-				errhint("The policies are \"halt\" and \"continue\"."));
-	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
-	values[1] = PG_GETARG_DATUM(1);
-
-	schedq_call_begin(&call);
-	values[2] = ObjectIdGetDatum(call.caller);
-	schedq_plan_run(&q_create, values, nulls, 0, SPI_OK_INSERT_RETURNING);
-	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									 SPI_tuptable->tupdesc, 1, &isnull));
-	schedq_call_end(&call);
-	PG_RETURN_INT64(id);
-}
-
-PG_FUNCTION_INFO_V1(schedq_cancel_run);
-
-/*
- * schedq.cancel_run(run_id): cancel the run and every unfinished task of
- * it.  False, changing nothing, when the run is already finished.
- */
-Datum
-schedq_cancel_run(PG_FUNCTION_ARGS)
-{
-	SchedqCall call;
-	Datum	   id;
-	bool	   canceled = false;
-	bool	   isnull;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("run_id must not be null"));
-	id = PG_GETARG_DATUM(0);
-
-	schedq_call_begin(&call);
-	if (schedq_plan_run(&q_lock_run, &id, NULL, 0, SPI_OK_SELECT) > 0)
-	{
-		Oid owner =
-			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+	if (schedq_plan_run(&q_lock_run, &run_id, NULL, 0, SPI_OK_SELECT) == 0)
+		return false;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 3, &isnull));
-
-		if (!schedq_call_acts_for(&call, owner))
-			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					errmsg("permission denied for run " INT64_FORMAT,
-						   DatumGetInt64(id)));
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-								1),
-				   "running") == 0)
-		{
-			schedq_plan_run(&q_cancel_run, &id, NULL, 0, SPI_OK_UPDATE);
-			run_cancel_live_tasks(id);
-			schedq_metrics_count(METRIC_RUNS_FINISHED, 1);
-			canceled = true;
-		}
-	}
-	schedq_call_end(&call);
-	PG_RETURN_BOOL(canceled);
+	if (!schedq_call_acts_for(call, owner))
+		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("permission denied for run " INT64_FORMAT,
+					   DatumGetInt64(run_id)));
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+			   "running") != 0)
+		return false;
+	schedq_plan_run(&q_cancel_run, &run_id, NULL, 0, SPI_OK_UPDATE);
+	run_cancel_live_tasks(run_id);
+	schedq_metrics_count(METRIC_RUNS_FINISHED, 1);
+	return true;
 }
 
 /*

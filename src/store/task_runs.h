@@ -1,15 +1,18 @@
 /*-------------------------------------------------------------------------
  * store/task_runs.h
- *	  Runs (workflows): what the status trigger and the reaper call.
+ *	  Runs (workflows): what the status trigger, cancel_run and the
+ *	  reaper call.
  *-------------------------------------------------------------------------
  */
-#ifndef SCHEDQ_RUN_H
-#define SCHEDQ_RUN_H
+#ifndef SCHEDQ_TASK_RUNS_H
+#define SCHEDQ_TASK_RUNS_H
 
+#include "shared/call.h"
 #include "store/task.h"
 
 extern void schedq_task_runs_ended(Datum run_id, Datum task_id,
-								  SchedqTaskStatus status);
+								   SchedqTaskStatus status);
 extern int	schedq_task_runs_reap(void);
+extern bool schedq_task_runs_cancel(SchedqCall *call, Datum run_id);
 
-#endif /* SCHEDQ_RUN_H */
+#endif /* SCHEDQ_TASK_RUNS_H */

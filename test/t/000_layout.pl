@@ -1,17 +1,36 @@
 #-------------------------------------------------------------------------
 # 000_layout.pl
-#	  The source layout is what the README's "Layout" map says: every file
-#	  is on the map and nothing else is; a header declares only functions
-#	  its own .c file defines; a file includes only headers of its own
-#	  layer or of lower ones; and the includes between modules have no
-#	  cycle.  Reads the tree; starts no server.
+#	  The source tree is its architecture: src/ holds one directory per
+#	  layer, in the order SRC_LAYERS of the Makefile names them (top
+#	  first), and
+#	  - every C file and header is in one of those directories;
+#	  - a file includes schedq headers only of its own layer or of layers
+#	    below it, and the modules form no include cycle;
+#	  - a header declares only what its own .c file defines;
+#	  - every function a .c file exports carries its module's prefix
+#	    (schedq_<file name>_...), but SQL-callable functions (named for
+#	    their SQL function) and background worker entry points;
+#	  - no SQL text outside src/store/ names schedq.task (a string with
+#	    FROM, INTO, UPDATE, JOIN or TABLE before it);
+#	  - no header has the name of a PostgreSQL header;
+#	  - no C file has more than 800 lines.
+#	  Reads the tree; starts no server.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
 
+use File::Basename qw(basename dirname);
 use Test::More;
 
 my $top = $ENV{SCHEDQ_SRCDIR} // '.';
+
+# A check that a list of offenders is empty, naming them all when not.
+sub none
+{
+	my ($list, $name) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	ok(!@$list, $name) or diag join("\n", @$list);
+}
 
 sub slurp
 {
@@ -23,63 +42,64 @@ sub slurp
 	return $text;
 }
 
-# The map: "N. Heading" lines open layer N; "src/NAME.c/.h", "src/NAME.c"
-# and "src/NAME.h" lines put NAME in it.
-my $readme = slurp("$top/README.md");
-my ($map) = $readme =~ /^## Layout\n.*?^```\n(.*?)^```/ms
-  or BAIL_OUT('README.md has no Layout map');
-my (%layer, %mapped, $current);
-for my $line (split /\n/, $map)
-{
-	if ($line =~ /^(\d+)\. /) { $current = $1; next; }
-	next unless $line =~ m{^src/(\w+)\.(c/\.h|c|h)\s};
-	my ($module, $kinds) = ($1, $2);
-	$layer{$module} = $current;
-	$mapped{"$module.c"} = 1 if $kinds =~ /^c/;
-	$mapped{"$module.h"} = 1 if $kinds =~ /h$/;
-}
+my ($layers) = slurp("$top/Makefile") =~ /^SRC_LAYERS\s*=\s*(.+)$/m
+  or BAIL_OUT('the Makefile has no SRC_LAYERS');
+my @layers = split ' ', $layers;
+my %rank = map { $layers[$_] => $_ } 0 .. $#layers;
+ok(@layers >= 5, "the layers, top first: @layers");
 
 opendir(my $dh, "$top/src") or die "cannot list src: $!";
-my @files = sort grep { /\.[ch]$/ } readdir $dh;
+my @entries = grep { !/^\./ } readdir $dh;
 closedir $dh;
+is_deeply([ grep { !-d "$top/src/$_" && !/\.md$/ } sort @entries ],
+	[], 'src/ holds only the layer directories (and their README)');
+is_deeply([ sort grep { -d "$top/src/$_" } @entries ], [ sort @layers ],
+	'every directory of src/ is a layer the Makefile names, and each exists');
 
-my @unmapped = grep { !$mapped{$_} } @files;
-my @missing = grep { my $f = $_; !grep { $_ eq $f } @files } sort keys %mapped;
-is_deeply(\@unmapped, [], 'every source file is on the README map');
-is_deeply(\@missing, [], 'every file on the README map exists');
-
-# Headers declare only their own module's functions.
-my @foreign;
-for my $h (grep { /\.h$/ } @files)
+my (@files, %module_of);
+for my $layer (@layers)
 {
-	(my $module = $h) =~ s/\.h$//;
-	my $text = slurp("$top/src/$h");
-	my $c = -e "$top/src/$module.c" ? slurp("$top/src/$module.c") : '';
-	while ($text =~ /^extern\s+(?:PGDLLEXPORT\s+)?[^;(]*?\b(\w+)\s*\(/mg)
+	opendir(my $ldh, "$top/src/$layer") or next;
+	for my $f (sort grep { /\.[ch]$/ } readdir $ldh)
 	{
-		my $function = $1;
-		push @foreign, "$h: $function"
-		  unless $c =~ /^\w[^\n;]*\n?\Q$function\E\(/m;
+		push @files, "$layer/$f";
 	}
+	closedir $ldh;
 }
-is_deeply(\@foreign, [], 'each header declares only what its own .c defines');
+ok(@files > 40, scalar(@files) . ' source files');
 
 # Includes point down the layers, and modules form no cycle.
-my (@upward, %edges);
+my (@upward, @unknown, %edges);
+# A module is a .c file with its header; X_int.h, the private header of a
+# module split over several files, belongs to module X.
+sub module_of
+{
+	my ($path) = @_;
+	(my $module = $path) =~ s/\.[ch]$//;
+	$module =~ s/_int$//;
+	return $module;
+}
+
 for my $f (@files)
 {
-	(my $module = $f) =~ s/\.[ch]$//;
+	my $module = module_of($f);
+	my ($layer) = $f =~ m{^(\w+)/};
 	my $text = slurp("$top/src/$f");
-	while ($text =~ /^#include "(\w+)\.h"/mg)
+	while ($text =~ /^#include "([\w\/]+)\.h"/mg)
 	{
 		my $to = $1;
-		next if $to eq $module || !defined $layer{$to};
-		push @upward, "$f -> $to.h"
-		  if defined $layer{$module} && $layer{$to} < $layer{$module};
-		$edges{$module}{$to} = 1;
+		my ($to_layer) = $to =~ m{^(\w+)/};
+		next unless defined $to_layer && exists $rank{$to_layer};
+		next if module_of("$to.h") eq $module;
+		push @unknown, "$f -> $to.h" unless -e "$top/src/$to.h";
+		push @upward, "$f -> $to.h" if $rank{$to_layer} < $rank{$layer};
+		$edges{$module}{ module_of("$to.h") } = 1;
 	}
+	push @unknown, "$f: a schedq header included without its directory"
+	  if $text =~ /^#include "(\w+)\.h"/m && -e "$top/src/$layers[-1]/$1.h";
 }
-is_deeply(\@upward, [], 'no file includes a header of a higher layer');
+none(\@upward, 'no file includes a header of a higher layer');
+none(\@unknown, 'every schedq header is included by its path');
 
 my (%state, @cycle);
 sub visit
@@ -96,7 +116,89 @@ sub visit
 	visit($_, @path, $module) for sort keys %{ $edges{$module} // {} };
 	$state{$module} = 'done';
 }
-visit($_) for sort keys %layer;
+visit($_) for sort keys %edges;
 is("@cycle", '', 'the includes between modules have no cycle');
+
+# Headers declare only their own module's functions; exported functions
+# carry the module's prefix.
+my (@foreign, @unprefixed);
+for my $h (grep { /\.h$/ } @files)
+{
+	my $module = module_of($h);
+	my $text = slurp("$top/src/$h");
+	# the module's files: X.c, or X.c and X_*.c behind X_int.h
+	my $code = join '', map { slurp($_) } grep { -e $_ } "$top/src/$module.c",
+	  ($h =~ /_int\.h$/ ? glob("$top/src/${module}_*.c") : ());
+	while ($text =~ /^extern\s+(?:PGDLLEXPORT\s+)?[^;(]*?\b(\w+)\s*\(/mg)
+	{
+		my $function = $1;
+		push @foreign, "$h: $function"
+		  unless $code =~ /^\w[^\n;]*\n?\Q$function\E\(/m;
+	}
+}
+none(\@foreign, 'each header declares only what its own .c defines');
+
+for my $c (grep { /\.c$/ } @files)
+{
+	my $prefix = 'schedq_' . basename($c, '.c') . '_';
+	my $text = slurp("$top/src/$c");
+	my %sql_callable = map { $_ => 1 } $text =~ /PG_FUNCTION_INFO_V1\((\w+)\)/g;
+	# a definition: a line starting with the name, after a line with the
+	# return type that is not static
+	while ($text =~ /^((?:[\w ]+\*?)[ \t]*)\n(\w+)\(/mg)
+	{
+		my ($type, $function) = ($1, $2);
+		next if $type =~ /\bstatic\b/ || $type =~ /^\s*$/;
+		next if $sql_callable{$function} || $function eq '_PG_init';
+		next if $function =~ /_main$/ && $text =~ /PGDLLEXPORT void $function/;
+		push @unprefixed, "$c: $function"
+		  unless index($function, $prefix) == 0
+		  || $function eq 'schedq_' . basename($c, '.c');
+	}
+}
+none(\@unprefixed, 'every exported function carries its module\'s prefix (schedq_<file>_)');
+
+# Only store/ knows the task table.
+my @knows_task;
+for my $f (grep { $_ !~ m{^store/} } @files)
+{
+	my $text = slurp("$top/src/$f");
+	$text =~ s{/\*.*?\*/}{}gs;	   # comments are prose
+	push @knows_task, $f
+	  if $text =~ /"[^"\n]*\b(?:FROM|INTO|UPDATE|JOIN|TABLE)\s+schedq\.task\b/i;
+}
+none(\@knows_task, 'no SQL outside src/store/ names schedq.task');
+
+# No header shadows a PostgreSQL header: no basename PostgreSQL's include
+# tree has anywhere.
+my $pg_include = `pg_config --includedir-server 2>/dev/null`;
+chomp $pg_include;
+SKIP:
+{
+	skip 'pg_config not found', 1 unless $pg_include && -d $pg_include;
+	my %pg_headers;
+	for my $path (split /\n/, `find '$pg_include' -name '*.h'`)
+	{
+		$pg_headers{ basename($path) } = $path;
+	}
+	my @shadow = map { "$_ (like $pg_headers{basename($_)})" }
+	  grep { $pg_headers{ basename($_) } } grep { /\.h$/ } @files;
+	none(\@shadow, 'no schedq header has the name of a PostgreSQL header');
+}
+
+my @long;
+for my $f (grep { /\.c$/ } @files)
+{
+	my $lines = () = slurp("$top/src/$f") =~ /\n/g;
+	push @long, "$f ($lines lines)" if $lines > 800;
+}
+opendir(my $cdh, "$top/schedqctl") or die "cannot list schedqctl: $!";
+for my $f (sort grep { /\.c$/ } readdir $cdh)
+{
+	my $lines = () = slurp("$top/schedqctl/$f") =~ /\n/g;
+	push @long, "schedqctl/$f ($lines lines)" if $lines > 800;
+}
+closedir $cdh;
+none(\@long, 'no C file has more than 800 lines');
 
 done_testing();

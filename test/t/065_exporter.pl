@@ -260,8 +260,17 @@ ok(defined value($s, 'schedq_scheduler_lag_seconds', 'datname=db1'),
 my @counters = split /\n/,
   $node->safe_psql('db1',
 	"SELECT name FROM schedq.metrics() WHERE name <> 'scheduler_lag_ms' ORDER BY name");
-is_deeply([ grep { !defined value($s, "schedq_${_}_total", 'datname=db1') } @counters ],
-	[], 'every counter of metrics() is exposed as schedq_<name>_total');
+is_deeply(
+	[
+		grep {
+			/^direct_declined_(\w+)$/ ?
+			  !defined value($s, 'schedq_direct_declined_total', "datname=db1,reason=$1") :
+			  !defined value($s, "schedq_${_}_total", 'datname=db1')
+		} @counters
+	],
+	[],
+	'every counter of metrics() is exposed as schedq_<name>_total '
+	  . '(direct_declined_<reason> as schedq_direct_declined_total{reason})');
 
 my ($ret, $out, $err) = $node->psql('db1', 'SELECT payload FROM schedq.task',
 	extra_params => [ '-U', 'schedq_monitor' ]);

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
- * process/bgworker.c
- *	  What every schedq background worker does the same way: how it is
+ * process/background.c
+ *	  What every schedq background process does the same way: how it is
  *	  registered, its session settings, the transaction bracket around
- *	  each iteration, the pace of its loop, and the tags of schedq's locks.
+ *	  each iteration, and the pace of its loop.
  *
  * Pace: a loop sleeps until its next due time, but never less than
  * SCHEDQ_IDLE_FLOOR_MS after an iteration that did nothing, and when such
@@ -10,17 +10,6 @@
  * due that it cannot do: a row locked by someone else, say), it backs
  * off, doubling its sleep each time up to the loop's longest.  So no
  * mistake in a due-time computation can make a worker spin.
- *
- * Locks: schedq's locks are advisory locks that no SQL function can take
- * or wait for.  The SQL advisory lock functions (lockfuncs.c) put the
- * database in field1, the key in fields 2 and 3, and 1 (an int8 key) or 2
- * (two int4 keys) in field4; anyone may call them, so a lock in their
- * space could be held by any role, stopping the scheduler (a promotion
- * pass would wait forever, a new scheduler would find its lock taken and
- * leave).  Ours have field4 = SCHEDQ_LOCK_FIELD4, which they never use
- * (Citus uses 4 to 12).  pg_locks shows them as advisory locks with
- * classid SCHEDQ_LOCK_CLASS, objid the lock (SchedqLock) and objsubid
- * SCHEDQ_LOCK_FIELD4.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -32,17 +21,12 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "base/settings.h"
-#include "process/bgworker.h"
-
-/* Advisory lock tags: (database, SCHEDQ_LOCK_CLASS, what, FIELD4). */
-#define SCHEDQ_LOCK_CLASS  0x53510000 /* "SQ" */
-#define SCHEDQ_LOCK_FIELD4 0x5351	  /* not 1 or 2: no SQL function's */
+#include "process/background.h"
 
 /*
  * Fill in a schedq worker that connects to database dboid (InvalidOid:
@@ -50,8 +34,8 @@
  * not restarted by the postmaster: whoever starts it restarts it.
  */
 void
-schedq_bgworker_fill(BackgroundWorker *worker, const char *function,
-				   const char *type, Oid dboid)
+schedq_background_fill(BackgroundWorker *worker, const char *function,
+					   const char *type, Oid dboid)
 {
 	memset(worker, 0, sizeof(*worker));
 	worker->bgw_flags =
@@ -75,7 +59,7 @@ schedq_bgworker_fill(BackgroundWorker *worker, const char *function,
  * want of a background worker slot; for use inside ereport().
  */
 int
-schedq_bgworker_slots_errhint(void)
+schedq_background_slots_errhint(void)
 {
 	return errhint(
 		"Raise max_worker_processes (now %d): schedq needs a background worker for its launcher, and for each database with schedq one for its scheduler and schedq.sql_workers (now %d) for its SQL executors.",
@@ -83,20 +67,10 @@ schedq_bgworker_slots_errhint(void)
 }
 
 /*
- * The tag of a schedq lock of this database.
- */
-void
-schedq_lock_tag(LOCKTAG *tag, SchedqLock what)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, SCHEDQ_LOCK_CLASS, what,
-						 SCHEDQ_LOCK_FIELD4);
-}
-
-/*
  * Session settings of a worker, once connected.
  */
 void
-schedq_bgworker_settings(void)
+schedq_background_settings(void)
 {
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET,
 					PGC_S_OVERRIDE);
@@ -135,8 +109,8 @@ schedq_bgworker_settings(void)
  * had already passed backs off, doubling up to max_ms.
  */
 long
-schedq_bgworker_pace_ms(SchedqPace *pace, TimestampTz wake, bool progress,
-					 int max_ms)
+schedq_background_pace_ms(SchedqPace *pace, TimestampTz wake, bool progress,
+						  int max_ms)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	long		ms = 0;
@@ -169,7 +143,7 @@ schedq_bgworker_pace_ms(SchedqPace *pace, TimestampTz wake, bool progress,
  * snapshot, and show what the worker does in pg_stat_activity.
  */
 void
-schedq_bgworker_tick_begin(const char *activity)
+schedq_background_tick_begin(const char *activity)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -184,7 +158,7 @@ schedq_bgworker_tick_begin(const char *activity)
  * caller in TopMemoryContext, as CommitTransactionCommand does.
  */
 void
-schedq_bgworker_tick_commit(void)
+schedq_background_tick_commit(void)
 {
 	SPI_finish();
 	PopActiveSnapshot();

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ * store/task_ticks.h
+ *	  Firing periodic ticks: the tasks they submit.
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDQ_TASK_TICKS_H
+#define SCHEDQ_TASK_TICKS_H
+
+#include "datatype/timestamp.h"
+
+/* Most ticks one statement fires. */
+#define TASK_TICKS_BATCH 1000
+
+extern int schedq_task_ticks_fire(TimestampTz now, Datum name, int *fired,
+								  int *skipped);
+
+#endif /* SCHEDQ_TASK_TICKS_H */
