@@ -493,7 +493,7 @@ SELECT * FROM schedq.queue_stats WHERE queue IN ('etl', 'sms') ORDER BY queue;
 \echo '   verify_grant              check a token; stale and forged ones change nothing'
 \echo '   create_run / depends_on   workflows: fan-out, fan-in, failure policies'
 \echo '   schedule / schedule_sql   periodic tasks (cron, systemd calendar, @every)'
-\echo '   The README covers the roles to GRANT, the scheduler and the benchmarks.'
+\echo '   The roles to GRANT: docs/security.md; workers, schedules, workflows: docs/guide/.'
 SQL
 
 [[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP/demo.sql"

@@ -46,7 +46,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PKGLIBDIR=$("$PG_CONFIG" --pkglibdir) || { echo "check-citus: $PG_CONFIG does not run"; exit 1; }
 if [ ! -f "$PKGLIBDIR/citus.so" ]; then
 	echo "check-citus: skipped: Citus is not installed in $PKGLIBDIR"
-	echo "check-citus: build Citus v13.2.2 into this server as the README's \"Scale-out (Citus)\" says, then run make check-citus again"
+	echo "check-citus: build Citus v13.2.2 into this server as docs/scale-out.md says, then run make check-citus again"
 	exit 0
 fi
 if [ ! -f "$PKGLIBDIR/schedq.so" ]; then
