@@ -226,8 +226,7 @@ scheduler_distributed(void)
 				errmsg("schedq scheduler: schedq.task is distributed by Citus; "
 					   "the scheduler's passes stay off in database \"%s\"",
 					   scheduler_dbname),
-				errhint("docs/scale-out.md: on Citus each node's passes "
-						"would have to run on its own shards."));
+				errhint("See docs/scale-out.md#the-limits-of-a-distributed-schedq."));
 	scheduler_said_distributed = true;
 	return true;
 }

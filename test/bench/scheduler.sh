@@ -95,8 +95,8 @@
 #   PG_CONFIG                 pg_config of the server [PostgreSQL 15]
 #   BENCH_ONLY                which parts to run, e.g. "1 2" ["1 2 3 4"];
 #                             "3a": only part 3 a), the version-major gated
-#                             drain and its ungated baseline (issue 14's
-#                             target 5: gated >= 0.5x ungated), repeated
+#                             drain and its ungated baseline (the
+#                             target: gated >= 0.5x ungated), repeated
 #                             BENCH_REPEAT times interleaved (gated, ungated,
 #                             gated, ...): the report adds the medians and
 #                             the median of the rounds' ratios

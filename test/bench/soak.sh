@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/bench/soak.sh -- memory of client backends and of schedq's background
-# workers over a long soak (issue 14, target 6: a flat RSS)
+# workers over a long soak (the target: a flat RSS)
 #
 #   bash test/bench/soak.sh                     (30 minutes, after `make install`)
 #   BENCH_SOAK_SECONDS=180 bash test/bench/soak.sh   (a quick check)

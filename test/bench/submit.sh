@@ -29,7 +29,7 @@
 #    schedq.submit_many (node-postgres, the JSON array as one parameter),
 #    alternating (peers/add_jobs.js); per round the median call.
 #
-# Targets (issue 14): submit >= 0.95x the raw INSERT at 16 and 32 clients;
+# Targets: submit >= 0.95x the raw INSERT at 16 and 32 clients;
 # submit_many of 20,000 >= 1.5x graphile-worker's addJobs (3.; the raw
 # INSERT and COPY of 2. are the ceiling every client library shares).
 #
