@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/admin.c
- *	  The commands that call one schedq function and print its answer:
- *	  submit, cancel, retry, pause, resume, schedule, unschedule.
+ *	  The commands that call one schedq function and print its answer.
+ *
+ *	  They are submit, cancel, retry, pause, resume, schedule and
+ *	  unschedule.
  *
  *	  Options the user gave become named arguments of the call: the query
  *	  text is put together from fixed fragments (", queue => $3"), and every

@@ -1,6 +1,8 @@
 /*-------------------------------------------------------------------------
  * schedqctl/main.c
- *	  schedqctl: the command-line tool of schedq.  Submits and manages
+ *	  schedqctl's entry point: dispatch, and every command's help.
+ *
+ *	  schedqctl is the command-line tool of schedq: it submits and manages
  *	  tasks, runs any program as a worker, and shows the queues.
  *
  *	  One program, one command per invocation: `schedqctl COMMAND [options]

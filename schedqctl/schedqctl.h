@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/schedqctl.h
- *	  What the files of schedqctl share: exit codes, the connection and
- *	  its errors, the text handling, and each command's entry point.
+ *	  What the files of schedqctl share.
+ *
+ *	  Exit codes, the connection and its errors, the text handling, and
+ *	  each command's entry point.
  *
  *	  schedqctl is a frontend program built on PostgreSQL's own frontend
  *	  libraries, as pg_amcheck and pgbench are: every file includes

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/status.c
- *	  schedqctl status: the queues, the workers, the scheduler of each
- *	  database and the latest failures, as readable tables.
+ *	  schedqctl status: the queues, workers, schedulers and failures.
+ *
+ *	  status prints them as readable tables: the queues, the workers, the
+ *	  scheduler of each database and the latest failures.
  *
  *	  Everything comes from schedq's observability views and functions
  *	  plus two reads of schedq.task (tasks done in the last minute, the

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  * schedqctl/text.c
- *	  The text handling schedqctl needs around its queries: payload
- *	  arguments, array literals, and JSON in and out.
+ *	  Payload arguments, array literals, and JSON in and out.
  *
- *	  Arrays (text[], jsonb[]) travel as parameters in their text form,
- *	  made by fe_utils' appendPGArray, which quotes an element exactly when
+ *	  The text handling schedqctl needs around its queries.  Arrays
+ *	  (text[], jsonb[]) travel as parameters in their text form, made by
+ *	  fe_utils' appendPGArray, which quotes an element exactly when
  *	  array_in needs it.
  *
  *	  Whether a program's output is JSON is decided by common/jsonapi.h,

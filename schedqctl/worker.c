@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  * schedqctl/worker.c
- *	  schedqctl worker: claim tasks and run a program for each.  The
- *	  command itself: set-up, the poll loop, and the log lines.
+ *	  schedqctl worker: set-up, the poll loop, and the log lines.
  *
- *	  One process, one thread, one poll() loop; worker.h lists the files
- *	  each part of it lives in.  Each turn of the loop:
+ *	  The worker command claims tasks and runs a program for each: one
+ *	  process, one thread, one poll() loop; worker.h lists the files each
+ *	  part of it lives in.  Each turn of the loop:
  *		1. reaps the programs that exited (workerchild.c) and reports them,
  *		   claiming for the slots they free (workerclaim.c);
  *		2. ends the worker when it is stopping and nothing runs, or when

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/worker.h
- *	  What the files of the worker command share: its settings, its state,
- *	  one slot per running program, and their functions.
+ *	  What the files of the worker command share.
+ *
+ *	  Its settings, its state, one slot per running program, and their
+ *	  functions.
  *
  *	  `schedqctl worker` claims tasks and runs a program for each.  It is
  *	  one process, one thread, one poll() loop, split by concern into one

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/workerchild.c
- *	  Starting and supervising the program of each task: its process, its
- *	  input and output, its end, and what its output becomes.
+ *	  Starting and supervising the program of each task.
+ *
+ *	  Here are its process, its input and output, its end, and what its
+ *	  output becomes.
  *
  *	  Each program runs in its own process group (so that killing it kills
  *	  whatever it started), with default signal handling, the payload on

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/workerclaim.c
- *	  Claiming tasks for schedqctl worker, and reporting how their
- *	  programs ended: claim, complete_and_claim, complete, complete_many
- *	  and fail, on the control connection.
+ *	  Claiming tasks, and reporting how their programs ended.
+ *
+ *	  The worker calls claim, complete_and_claim, complete, complete_many
+ *	  and fail on the control connection.
  *
  *	  The loop claims n => (free slots) whenever a slot is free and the
  *	  last claim was not short, and starts a program for each task

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  * schedqctl/workerconn.c
- *	  The two connections of schedqctl worker: making them, checking their
- *	  results, dropping them with a back-off, and waiting for a task.
+ *	  The worker's two connections: checks, back-off, waiting for a task.
+ *
+ *	  Here they are made, their results checked, and they are dropped
+ *	  with a back-off when they break.
  *
  *	  The control connection makes the short calls (claim, heartbeat,
  *	  complete_and_claim, complete, complete_many, fail, verify_grant),

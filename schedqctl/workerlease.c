@@ -1,7 +1,6 @@
 /*-------------------------------------------------------------------------
  * schedqctl/workerlease.c
- *	  Heartbeats of schedqctl worker: renewing the lease of each running
- *	  task, and killing the programs whose time ran out.
+ *	  Heartbeats: renewing leases, killing programs whose time ran out.
  *
  *	  Each task's lease is renewed every third of it (schedq.heartbeat
  *	  with its token).  The time left is always computed by the server

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * schedqctl/workeropts.c
- *	  The options of schedqctl worker, their checks and their defaults.
+ *	  The worker's options, their checks and their defaults.
  *
  *	  Options end at the command: getopt_long runs with "+", so that
  *	  `schedqctl worker --queue q -- prog --queue x` leaves prog's own

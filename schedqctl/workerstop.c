@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * schedqctl/workerstop.c
- *	  Signals and shutdown of schedqctl worker.
+ *	  Signals and shutdown of the worker.
  *
  *	  Signals go through a self-pipe into the poll loop: the handler only
  *	  writes the signal's number, the loop acts on it.  SIGCHLD wakes the
