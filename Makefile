@@ -149,7 +149,8 @@ analyze:
 		-D_GNU_SOURCE -Isrc -I$(shell $(PG_CONFIG) --includedir-server)
 	@ls schedqctl/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
 		-D_GNU_SOURCE -DFRONTEND -Ischedqctl -I$(shell $(PG_CONFIG) --includedir) \
-		-I$(shell $(PG_CONFIG) --includedir-server)
+		-I$(shell $(PG_CONFIG) --includedir-server) \
+		-I$(shell $(PG_CONFIG) --pkgincludedir)/internal
 
 # make fuzz: build test/fuzz/fuzz_cron (src/base/cron.c with backend stand-ins)
 # with clang's libFuzzer, ASan and UBSan and fuzz it for FUZZ_SECONDS

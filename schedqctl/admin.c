@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
- * admin.c
- *	  The commands that call one schedq function and print its answer:
- *	  submit, cancel, retry, pause, resume, schedule, unschedule.
+ * schedqctl/admin.c
+ *	  The commands that call one schedq function and print its answer.
+ *
+ *	  They are submit, cancel, retry, pause, resume, schedule and
+ *	  unschedule.
  *
  *	  Options the user gave become named arguments of the call: the query
  *	  text is put together from fixed fragments (", queue => $3"), and every
@@ -9,11 +11,10 @@
  *	  function's own default and no value is ever parsed as SQL.
  *-------------------------------------------------------------------------
  */
-#include <getopt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "postgres_fe.h"
 
+#include "common/logging.h"
+#include "getopt_long.h"
 #include "schedqctl.h"
 
 #define MAX_ARGS 16
@@ -21,16 +22,17 @@
 /* A call being put together: its text and its parameter values. */
 typedef struct CtlCall
 {
-	CtlBuf		sql;
-	const char *values[MAX_ARGS];
-	int			n;
+	PQExpBufferData sql;
+	const char	   *values[MAX_ARGS];
+	int				n;
 } CtlCall;
 
+/* Start the call of the schedq function of that name. */
 static void
-call_start(CtlCall *call, const char *head)
+call_start(CtlCall *call, const char *function)
 {
-	ctl_buf_init(&call->sql);
-	ctl_buf_appends(&call->sql, head);
+	initPQExpBuffer(&call->sql);
+	appendPQExpBuffer(&call->sql, "SELECT schedq.%s(", function);
 	call->n = 0;
 }
 
@@ -39,8 +41,8 @@ static void
 call_arg(CtlCall *call, const char *value, const char *type)
 {
 	call->values[call->n++] = value;
-	ctl_buf_printf(&call->sql, "%s$%d::%s", call->n > 1 ? ", " : "", call->n,
-				   type);
+	appendPQExpBuffer(&call->sql, "%s$%d::%s", call->n > 1 ? ", " : "", call->n,
+					  type);
 }
 
 /* Add a named argument if it was given: ", name => $n::type". */
@@ -50,7 +52,7 @@ call_named(CtlCall *call, const char *name, const char *value, const char *type)
 	if (value == NULL)
 		return;
 	call->values[call->n++] = value;
-	ctl_buf_printf(&call->sql, ", %s => $%d::%s", name, call->n, type);
+	appendPQExpBuffer(&call->sql, ", %s => $%d::%s", name, call->n, type);
 }
 
 /*
@@ -65,25 +67,27 @@ call_run(CtlCall *call, const char *conninfo, CtlRole role, const char *what,
 	PGresult *res;
 	int		  rc;
 
-	ctl_buf_appends(&call->sql, ")");
-	conn = ctl_connect(conninfo, false);
+	appendPQExpBufferChar(&call->sql, ')');
+	ctl_text_check(&call->sql);
+	conn = ctl_conn_connect(conninfo, false);
 	if (conn == NULL)
 	{
-		ctl_buf_free(&call->sql);
+		termPQExpBuffer(&call->sql);
 		return EXIT_CONNECT;
 	}
-	res = ctl_exec(conn, call->sql.data, call->n, call->values);
-	rc = ctl_result_status(conn, res, role, what);
+	res = PQexecParams(conn, call->sql.data, call->n, NULL, call->values, NULL,
+					   NULL, 0);
+	rc = ctl_conn_check(conn, res, role, what);
 	if (rc == EXIT_OK && PQntuples(res) == 1 && PQnfields(res) == 1)
 	{
 		if (print)
 			printf("%s\n", PQgetvalue(res, 0, 0));
 		if (value)
-			*value = ctl_strdup(PQgetvalue(res, 0, 0));
+			*value = pg_strdup(PQgetvalue(res, 0, 0));
 	}
 	PQclear(res);
 	PQfinish(conn);
-	ctl_buf_free(&call->sql);
+	termPQExpBuffer(&call->sql);
 	return rc;
 }
 
@@ -203,29 +207,9 @@ static int
 usage_error(const char *command, const char *msg)
 {
 	if (msg)
-		ctl_error("%s: %s", command, msg);
-	fprintf(stderr, "Try \"schedqctl help %s\".\n", command);
+		pg_log_error("%s: %s", command, msg);
+	pg_log_error_hint("Try \"schedqctl help %s\".", command);
 	return EXIT_USAGE;
-}
-
-/* --caps=a,b as a text[] literal (the caller frees it), or NULL. */
-static char *
-caps_array(const char *caps)
-{
-	char **items;
-	int	   n;
-	char  *copy;
-	char  *array;
-
-	if (caps == NULL)
-		return NULL;
-	if (caps[0] == '\0')
-		return ctl_strdup("{}");
-	copy = ctl_split_list(caps, &n, &items);
-	array = ctl_text_array(items, n);
-	free(items);
-	free(copy);
-	return array;
 }
 
 /*
@@ -255,21 +239,20 @@ static int
 task_command(const char *command, int nargs, const char *nargs_error, int argc,
 			 char **argv)
 {
-	TaskOptions o;
-	int			first = parse_task_options(argc, argv, &o);
-	const char *misplaced;
-	CtlCall		call;
-	CtlBuf		head;
-	CtlBuf		payload;
-	char	   *caps;
-	int			i;
-	int			rc;
+	TaskOptions		o;
+	int				first = parse_task_options(argc, argv, &o);
+	const char	   *misplaced;
+	CtlCall			call;
+	PQExpBufferData payload;
+	char		   *caps;
+	int				i;
+	int				rc;
 
 	if (first < 0)
 		return usage_error(command, NULL);
 	if (o.help)
 	{
-		ctl_usage(command, false);
+		ctl_main_usage(command, false);
 		return EXIT_OK;
 	}
 	if (argc - first != nargs)
@@ -278,15 +261,15 @@ task_command(const char *command, int nargs, const char *nargs_error, int argc,
 	if (misplaced)
 		return usage_error(command, misplaced);
 
-	ctl_buf_init(&payload);
-	if (o.payload && !ctl_read_payload(o.payload, &payload))
+	initPQExpBuffer(&payload);
+	if (o.payload && !ctl_text_read_payload(o.payload, &payload))
+	{
+		termPQExpBuffer(&payload);
 		return EXIT_ERROR;
-	caps = caps_array(o.caps);
+	}
+	caps = o.caps ? ctl_text_list_array(o.caps) : NULL;
 
-	ctl_buf_init(&head);
-	ctl_buf_printf(&head, "SELECT schedq.%s(", command);
-	call_start(&call, head.data);
-	ctl_buf_free(&head);
+	call_start(&call, command);
 	for (i = 0; i < nargs; i++)
 		call_arg(&call, argv[first + i], "text");
 	call_named(&call, "payload", o.payload ? payload.data : NULL, "jsonb");
@@ -301,19 +284,24 @@ task_command(const char *command, int nargs, const char *nargs_error, int argc,
 	call_named(&call, "required_caps", caps, "text[]");
 	call_named(&call, "dedup_key", o.dedup_key, "text");
 	rc = call_run(&call, o.conninfo, CTL_ROLE_SUBMITTER, command, true, NULL);
-	free(caps);
-	ctl_buf_free(&payload);
+	pg_free(caps);
+	termPQExpBuffer(&payload);
 	return rc;
 }
 
+/* schedqctl submit KIND [options]: submit a task and print its id. */
 int
-ctl_cmd_submit(int argc, char **argv)
+ctl_admin_submit(int argc, char **argv)
 {
 	return task_command("submit", 1, "exactly one KIND expected", argc, argv);
 }
 
+/*
+ * schedqctl schedule NAME SCHEDULE KIND [options]: create or replace a
+ * periodic task and print its name.
+ */
 int
-ctl_cmd_schedule(int argc, char **argv)
+ctl_admin_schedule(int argc, char **argv)
 {
 	return task_command("schedule", 3, "NAME, SCHEDULE and KIND expected", argc,
 						argv);
@@ -340,7 +328,6 @@ simple_command(int argc, char **argv, const char *function, const char *type,
 	CtlCall		call;
 	char	   *value = NULL;
 	int			rc;
-	char		head[64];
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:", simple_options, NULL)) != -1)
@@ -351,7 +338,7 @@ simple_command(int argc, char **argv, const char *function, const char *type,
 				conninfo = optarg;
 				break;
 			case 'H':
-				ctl_usage(command, false);
+				ctl_main_usage(command, false);
 				return EXIT_OK;
 			default:
 				return usage_error(command, NULL);
@@ -360,52 +347,56 @@ simple_command(int argc, char **argv, const char *function, const char *type,
 	if (argc - optind != 1)
 		return usage_error(command, "exactly one argument expected");
 
-	snprintf(head, sizeof(head), "SELECT schedq.%s(", function);
-	call_start(&call, head);
+	call_start(&call, function);
 	call_arg(&call, argv[optind], type);
 	rc = call_run(&call, conninfo, role, command, false, &value);
 	if (rc == EXIT_OK && false_msg != NULL && value != NULL &&
 		strcmp(value, "f") == 0)
 	{
-		ctl_error(false_msg, argv[optind]);
+		pg_log_error(false_msg, argv[optind]);
 		rc = EXIT_NO_EFFECT;
 	}
-	free(value);
+	pg_free(value);
 	return rc;
 }
 
+/* schedqctl cancel ID: cancel a task; exit 5 if that changed nothing. */
 int
-ctl_cmd_cancel(int argc, char **argv)
+ctl_admin_cancel(int argc, char **argv)
 {
 	return simple_command(argc, argv, "cancel", "bigint", CTL_ROLE_SUBMITTER,
 						  "task %s was not canceled: it has finished, or is "
 						  "not a task of this role");
 }
 
+/* schedqctl retry ID: run a finished task again; exit 5 if it is live. */
 int
-ctl_cmd_retry(int argc, char **argv)
+ctl_admin_retry(int argc, char **argv)
 {
 	return simple_command(argc, argv, "retry", "bigint", CTL_ROLE_SUBMITTER,
 						  "task %s was not retried: it has not finished, or "
 						  "is not a task of this role");
 }
 
+/* schedqctl pause QUEUE: stop claims from a queue. */
 int
-ctl_cmd_pause(int argc, char **argv)
+ctl_admin_pause(int argc, char **argv)
 {
 	return simple_command(argc, argv, "pause_queue", "text", CTL_ROLE_ADMIN,
 						  NULL);
 }
 
+/* schedqctl resume QUEUE: allow claims from a paused queue again. */
 int
-ctl_cmd_resume(int argc, char **argv)
+ctl_admin_resume(int argc, char **argv)
 {
 	return simple_command(argc, argv, "resume_queue", "text", CTL_ROLE_ADMIN,
 						  NULL);
 }
 
+/* schedqctl unschedule NAME: remove a periodic task; exit 5 if none. */
 int
-ctl_cmd_unschedule(int argc, char **argv)
+ctl_admin_unschedule(int argc, char **argv)
 {
 	return simple_command(argc, argv, "unschedule", "text", CTL_ROLE_SUBMITTER,
 						  "there is no periodic task named \"%s\"");

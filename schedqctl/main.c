@@ -1,19 +1,22 @@
 /*-------------------------------------------------------------------------
- * main.c
- *	  schedqctl: the command-line tool of schedq.  Submits and manages
+ * schedqctl/main.c
+ *	  schedqctl's entry point: dispatch, and every command's help.
+ *
+ *	  schedqctl is the command-line tool of schedq: it submits and manages
  *	  tasks, runs any program as a worker, and shows the queues.
  *
  *	  One program, one command per invocation: `schedqctl COMMAND [options]
  *	  [arguments]`.  Each command lives in its own file (admin.c, worker.c,
- *	  status.c, top.c); this file dispatches, and holds every command's
- *	  help text, so that `schedqctl help COMMAND` and `schedqctl COMMAND
- *	  --help` print the same thing.
+ *	  status.c, top.c); this file sets up PostgreSQL's frontend logging,
+ *	  dispatches, and holds every command's help text, so that `schedqctl
+ *	  help COMMAND` and `schedqctl COMMAND --help` print the same thing.
+ *	  The help and the manual page (schedqctl.1) name the same options:
+ *	  test/t/040_schedqctl_admin.pl checks it.
  *-------------------------------------------------------------------------
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "postgres_fe.h"
 
+#include "common/logging.h"
 #include "schedqctl.h"
 
 typedef struct CtlCommand
@@ -31,7 +34,7 @@ typedef struct CtlCommand
 	"      --help             show this help\n"
 
 static const CtlCommand commands[] = {
-	{ "submit", ctl_cmd_submit, "submit a task and print its id",
+	{ "submit", ctl_admin_submit, "submit a task and print its id",
 	  "usage: schedqctl submit KIND [options]\n"
 	  "Submit a task of kind KIND; prints its id (or, with --dedup-key, the id\n"
 	  "of the live task that holds the key).\n\n"
@@ -45,33 +48,34 @@ static const CtlCommand commands[] = {
 	  "  --lock-key=K             at most one live task per key runs at once\n"
 	  "  --concurrency-key=K      counted against the key's concurrency limit\n"
 	  "  --caps=C1,C2             capabilities a worker must have\n" CONN_HELP },
-	{ "cancel", ctl_cmd_cancel, "cancel a task",
+	{ "cancel", ctl_admin_cancel, "cancel a task",
 	  "usage: schedqctl cancel ID\n"
 	  "Cancel a task that has not finished.  Exit status 5 if there was\n"
 	  "nothing to cancel (finished, or not a task this role can see).\n\n" CONN_HELP },
-	{ "retry", ctl_cmd_retry, "run a finished task again",
+	{ "retry", ctl_admin_retry, "run a finished task again",
 	  "usage: schedqctl retry ID\n"
 	  "Run a finished task again with a fresh allowance of attempts.  Exit\n"
 	  "status 5 if the task is not finished.\n\n" CONN_HELP },
-	{ "pause", ctl_cmd_pause, "stop claims from a queue",
+	{ "pause", ctl_admin_pause, "stop claims from a queue",
 	  "usage: schedqctl pause QUEUE\n"
 	  "Stop claims from QUEUE until it is resumed (an admin's command).\n\n" CONN_HELP },
-	{ "resume", ctl_cmd_resume, "allow claims from a paused queue",
+	{ "resume", ctl_admin_resume, "allow claims from a paused queue",
 	  "usage: schedqctl resume QUEUE\n"
 	  "Allow claims from a paused queue again (an admin's command).\n\n" CONN_HELP },
-	{ "schedule", ctl_cmd_schedule, "create or replace a periodic task",
+	{ "schedule", ctl_admin_schedule, "create or replace a periodic task",
 	  "usage: schedqctl schedule NAME SCHEDULE KIND [options]\n"
 	  "Create or replace (by NAME) a periodic task: SCHEDULE is a cron\n"
-	  "expression ('*/5 * * * *'), '@daily', ... (README, \"Periodic tasks\").\n\n"
+	  "expression ('*/5 * * * *'), '@daily', ... (see\n"
+	  "docs/guide/periodic.md#schedule-syntax).\n\n"
 	  "  --payload=JSON|@FILE|-   the payload of each task ({})\n"
 	  "  --timezone=TZ            time zone of the schedule (UTC)\n"
 	  "  --queue=Q                queue of each task (default)\n"
 	  "  --priority=N, --max-attempts=N, --timeout=INTERVAL, --lock-key=K,\n"
 	  "  --concurrency-key=K, --caps=C1,C2   as for submit, for each task\n" CONN_HELP },
-	{ "unschedule", ctl_cmd_unschedule, "remove a periodic task",
+	{ "unschedule", ctl_admin_unschedule, "remove a periodic task",
 	  "usage: schedqctl unschedule NAME\n"
 	  "Remove a periodic task.  Exit status 5 if there is none by that name.\n\n" CONN_HELP },
-	{ "worker", ctl_cmd_worker, "run a program for each task",
+	{ "worker", ctl_worker_command, "run a program for each task",
 	  "usage: schedqctl worker [options] -- COMMAND [ARGS...]\n"
 	  "Claim tasks and run COMMAND for each, in its own process group, with\n"
 	  "the payload on stdin and SCHEDQ_TASK_ID, SCHEDQ_ATTEMPT, SCHEDQ_KIND,\n"
@@ -100,12 +104,13 @@ static const CtlCommand commands[] = {
 	  "(done, retry, failed, stale, lost, timeout).  Exit status 0 after a\n"
 	  "shutdown by signal, 1 after a second signal, 3 if the first connection\n"
 	  "fails, 4 if a privilege is missing.\n" },
-	{ "status", ctl_cmd_status, "show queues, workers, schedulers, failures",
+	{ "status", ctl_status_command,
+	  "show queues, workers, schedulers, failures",
 	  "usage: schedqctl status [options]\n"
 	  "Print the queues (tasks by status, oldest available), the workers,\n"
 	  "the scheduler of each database and the latest failures.\n\n"
 	  "  --failures=N        failures to show (10)\n" CONN_HELP },
-	{ "top", ctl_cmd_top, "show the queues live",
+	{ "top", ctl_top_command, "show the queues live",
 	  "usage: schedqctl top [options]\n"
 	  "What status shows, refreshed every second, with the rate of tasks\n"
 	  "done per second and a sparkline of it per queue.  q quits.\n\n"
@@ -118,6 +123,7 @@ static const char *exit_help =
 	"command line; 3 no connection; 4 a privilege is missing (the message\n"
 	"names the GRANT); 5 nothing to do (cancel, retry, unschedule).\n";
 
+/* The command of that name, or NULL. */
 static const CtlCommand *
 find_command(const char *name)
 {
@@ -129,7 +135,7 @@ find_command(const char *name)
 
 /* Print a command's help (NULL: the overview). */
 void
-ctl_usage(const char *command, bool to_stderr)
+ctl_main_usage(const char *command, bool to_stderr)
 {
 	FILE			 *out = to_stderr ? stderr : stdout;
 	const CtlCommand *c = command ? find_command(command) : NULL;
@@ -154,14 +160,16 @@ ctl_usage(const char *command, bool to_stderr)
 	fputs(exit_help, out);
 }
 
+/* Dispatch to the command argv[1] names, or print the help. */
 int
 main(int argc, char **argv)
 {
 	const CtlCommand *c;
 
+	pg_logging_init(argv[0]);
 	if (argc < 2)
 	{
-		ctl_usage(NULL, true);
+		ctl_main_usage(NULL, true);
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
@@ -169,10 +177,10 @@ main(int argc, char **argv)
 	{
 		if (argc > 2 && find_command(argv[2]) == NULL)
 		{
-			ctl_error("unknown command \"%s\"", argv[2]);
+			pg_log_error("unknown command \"%s\"", argv[2]);
 			return EXIT_USAGE;
 		}
-		ctl_usage(argc > 2 ? argv[2] : NULL, false);
+		ctl_main_usage(argc > 2 ? argv[2] : NULL, false);
 		return EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0)
@@ -183,7 +191,8 @@ main(int argc, char **argv)
 	c = find_command(argv[1]);
 	if (c == NULL)
 	{
-		ctl_error("unknown command \"%s\"; try \"schedqctl help\"", argv[1]);
+		pg_log_error("unknown command \"%s\"", argv[1]);
+		pg_log_error_hint("Try \"schedqctl help\".");
 		return EXIT_USAGE;
 	}
 	/* The command parses its own options; argv[0] is its name. */

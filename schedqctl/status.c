@@ -1,21 +1,30 @@
 /*-------------------------------------------------------------------------
- * status.c
- *	  schedqctl status: the queues, the workers, the scheduler of each
- *	  database and the latest failures, as readable tables.
+ * schedqctl/status.c
+ *	  schedqctl status: the queues, workers, schedulers and failures.
+ *
+ *	  status prints them as readable tables: the queues, the workers, the
+ *	  scheduler of each database and the latest failures.
  *
  *	  Everything comes from schedq's observability views and functions
- *	  (README, "Observability") plus two reads of schedq.task (tasks done
- *	  in the last minute, the latest failures), so an admin role as the
- *	  README grants it sees everything, and another role sees what its
- *	  row-level security lets it count.  The tables are rendered into a
- *	  buffer, line by line, so that top (top.c) draws the same ones.
+ *	  plus two reads of schedq.task (tasks done in the last minute, the
+ *	  latest failures), so an admin role as docs/security.md#roles grants
+ *	  it sees everything, and another role sees what its row-level security
+ *	  lets it count.
+ *
+ *	  The tables are psql's: fe_utils' printQuery, aligned, without a
+ *	  border or a row count (numbers right-aligned by their type, control
+ *	  characters shown escaped), each under its title and indented by two
+ *	  spaces, "(none)" for no rows.  They are rendered into a buffer, so
+ *	  that top (top.c) draws the same ones.  A failure's error is cut to 60
+ *	  characters, ending in '~', by the query.
  *-------------------------------------------------------------------------
  */
-#include <getopt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "postgres_fe.h"
 
+#include "common/logging.h"
+#include "fe_utils/option_utils.h"
+#include "fe_utils/print.h"
+#include "getopt_long.h"
 #include "schedqctl.h"
 
 /* The queries, with what each shows; $1 is the number of failures. */
@@ -45,131 +54,64 @@ static const char *const scheduler_sql =
 static const char *const failure_sql =
 	"SELECT id, queue, kind, attempts, "
 	"pg_catalog.to_char(finished_at, 'YYYY-MM-DD HH24:MI:SS') AS finished, "
-	"pg_catalog.regexp_replace(pg_catalog.left(last_error, 200), "
-	"'\\s+', ' ', 'g') AS error "
-	"FROM schedq.task WHERE status = 'failed' "
+	"CASE WHEN pg_catalog.length(e) > 60 THEN pg_catalog.left(e, 59) || '~' "
+	"ELSE e END AS error "
+	"FROM schedq.task, LATERAL (VALUES (pg_catalog.regexp_replace("
+	"pg_catalog.left(last_error, 200), '\\s+', ' ', 'g'))) AS x(e) "
+	"WHERE status = 'failed' "
 	"ORDER BY finished_at DESC LIMIT $1::integer";
 
-/* Whether a column holds numbers (right-aligned). */
-static bool
-column_numeric(PGresult *res, int col)
-{
-	Oid type = PQftype(res, col);
-
-	/* int2, int4, int8, float4, float8, numeric */
-	return type == 21 || type == 23 || type == 20 || type == 700 ||
-		   type == 701 || type == 1700;
-}
-
-/* Display width of UTF-8 text: one column per character. */
-static int
-text_width(const char *s)
-{
-	int w = 0;
-
-	for (; *s; s++)
-		if (((unsigned char) *s & 0xC0) != 0x80)
-			w++;
-	return w;
-}
-
-/* Append s padded to width, truncated to max columns. */
-static void
-append_cell(CtlBuf *out, const char *s, int width, bool right)
-{
-	int	 w = text_width(s);
-	char cell[256];
-
-	if (w > width)
-	{
-		/* Cut at a character boundary. */
-		int	   cols = 0;
-		size_t i = 0;
-
-		while (s[i] && cols < width - 1 && i < sizeof(cell) - 4)
-		{
-			i++;
-			while (s[i] && ((unsigned char) s[i] & 0xC0) == 0x80)
-				i++;
-			cols++;
-		}
-		memcpy(cell, s, i);
-		cell[i] = '~';
-		cell[i + 1] = '\0';
-		s = cell;
-		w = cols + 1;
-	}
-	if (right)
-		for (int i = w; i < width; i++)
-			ctl_buf_appends(out, " ");
-	ctl_buf_appends(out, s);
-	if (!right)
-		for (int i = w; i < width; i++)
-			ctl_buf_appends(out, " ");
-}
-
 /*
- * Render a result as a table under a title: column names, a rule, one
- * line per row (control characters in values shown as '?').  "(none)"
+ * Render a result as a table under its title into out: printQuery's
+ * aligned text, every line indented, without trailing spaces.  "(none)"
  * for no rows.
  */
-void
-ctl_render_table(CtlBuf *out, PGresult *res, const char *title)
+static void
+status_table(PQExpBuffer out, PGresult *res, const char *title, int encoding)
 {
-	int	 ncols = PQnfields(res);
-	int	 nrows = PQntuples(res);
-	int *width = ctl_malloc(sizeof(int) * (ncols ? ncols : 1));
+	printQueryOpt opt;
+	FILE		 *f;
+	char		 *text = NULL;
+	size_t		  size = 0;
 
-	ctl_buf_printf(out, "%s\n", title);
-	for (int c = 0; c < ncols; c++)
+	appendPQExpBuffer(out, "%s\n", title);
+	if (PQntuples(res) == 0)
 	{
-		width[c] = text_width(PQfname(res, c));
-		for (int r = 0; r < nrows; r++)
-		{
-			int w = text_width(PQgetvalue(res, r, c));
-
-			if (w > width[c])
-				width[c] = w;
-		}
-		if (width[c] > 60)
-			width[c] = 60;
-	}
-	if (nrows == 0)
-	{
-		ctl_buf_appends(out, "  (none)\n\n");
-		free(width);
+		appendPQExpBufferStr(out, "  (none)\n\n");
 		return;
 	}
-	ctl_buf_appends(out, "  ");
-	for (int c = 0; c < ncols; c++)
+	memset(&opt, 0, sizeof(opt));
+	opt.topt.format = PRINT_ALIGNED;
+	opt.topt.border = 0;
+	opt.topt.start_table = true;
+	opt.topt.stop_table = true;
+	opt.topt.default_footer = false;
+	opt.topt.encoding = encoding;
+	f = open_memstream(&text, &size);
+	if (f == NULL)
+		pg_fatal("could not open a memory stream: %m");
+	printQuery(res, &opt, f, false, NULL);
+	if (fclose(f) != 0)
+		pg_fatal("could not write a table: %m");
+	for (const char *p = text; *p;)
 	{
-		append_cell(out, PQfname(res, c), width[c], column_numeric(res, c));
-		ctl_buf_appends(out, c + 1 < ncols ? "  " : "\n");
-	}
-	ctl_buf_appends(out, "  ");
-	for (int c = 0; c < ncols; c++)
-	{
-		for (int i = 0; i < width[c]; i++)
-			ctl_buf_appends(out, "-");
-		ctl_buf_appends(out, c + 1 < ncols ? "  " : "\n");
-	}
-	for (int r = 0; r < nrows; r++)
-	{
-		ctl_buf_appends(out, "  ");
-		for (int c = 0; c < ncols; c++)
-		{
-			char *v = ctl_strdup(PQgetvalue(res, r, c));
+		size_t line = strcspn(p, "\n");
+		size_t n = line;
 
-			for (char *p = v; *p; p++)
-				if ((unsigned char) *p < 0x20 || *p == 0x7f)
-					*p = '?';
-			append_cell(out, v, width[c], column_numeric(res, c));
-			free(v);
-			ctl_buf_appends(out, c + 1 < ncols ? "  " : "\n");
+		/* Without the spaces that pad the last column. */
+		while (n > 0 && p[n - 1] == ' ')
+			n--;
+		if (n > 0)
+			appendPQExpBufferStr(out, "  ");
+		appendBinaryPQExpBuffer(out, p, n);
+		p += line;
+		if (*p == '\n')
+		{
+			appendPQExpBufferChar(out, '\n');
+			p++;
 		}
 	}
-	ctl_buf_appends(out, "\n");
-	free(width);
+	free(text);
 }
 
 /*
@@ -178,7 +120,8 @@ ctl_render_table(CtlBuf *out, PGresult *res, const char *title)
  * receives the queue result (the caller clears it).
  */
 int
-ctl_render_status(PGconn *conn, CtlBuf *out, int failures, PGresult **queues)
+ctl_status_render(PGconn *conn, PQExpBuffer out, int failures,
+				  PGresult **queues)
 {
 	char		nbuf[16];
 	const char *values[1] = { nbuf };
@@ -204,14 +147,15 @@ ctl_render_status(PGconn *conn, CtlBuf *out, int failures, PGresult **queues)
 
 		if (failures == 0 && sections[i].nparams == 1)
 			continue;
-		res = ctl_exec(conn, sections[i].sql, sections[i].nparams, values);
-		rc = ctl_result_status(conn, res, CTL_ROLE_READER, "status");
+		res = PQexecParams(conn, sections[i].sql, sections[i].nparams, NULL,
+						   values, NULL, NULL, 0);
+		rc = ctl_conn_check(conn, res, CTL_ROLE_READER, "status");
 		if (rc != EXIT_OK)
 		{
 			PQclear(res);
 			return rc;
 		}
-		ctl_render_table(out, res, sections[i].title);
+		status_table(out, res, sections[i].title, PQclientEncoding(conn));
 		if (i == 0 && queues)
 			*queues = res;
 		else
@@ -227,16 +171,16 @@ static const struct option status_options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* schedqctl status: print the tables once; returns the exit code. */
 int
-ctl_cmd_status(int argc, char **argv)
+ctl_status_command(int argc, char **argv)
 {
-	const char *conninfo = NULL;
-	int			failures = 10;
-	int			c;
-	char	   *end;
-	PGconn	   *conn;
-	CtlBuf		out;
-	int			rc;
+	const char	   *conninfo = NULL;
+	int				failures = 10;
+	int				c;
+	PGconn		   *conn;
+	PQExpBufferData out;
+	int				rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:", status_options, NULL)) != -1)
@@ -247,33 +191,30 @@ ctl_cmd_status(int argc, char **argv)
 				conninfo = optarg;
 				break;
 			case 'H':
-				ctl_usage("status", false);
+				ctl_main_usage("status", false);
 				return EXIT_OK;
 			case 'f':
-				failures = (int) strtol(optarg, &end, 10);
-				if (*end || failures < 0 || failures > 1000)
-				{
-					ctl_error("status: --failures must be 0 to 1000");
+				if (!option_parse_int(optarg, "--failures", 0, 1000, &failures))
 					return EXIT_USAGE;
-				}
 				break;
 			default:
-				fprintf(stderr, "Try \"schedqctl help status\".\n");
+				pg_log_error_hint("Try \"schedqctl help status\".");
 				return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
 	{
-		ctl_error("status: unexpected argument \"%s\"", argv[optind]);
+		pg_log_error("status: unexpected argument \"%s\"", argv[optind]);
 		return EXIT_USAGE;
 	}
-	conn = ctl_connect(conninfo, false);
+	conn = ctl_conn_connect(conninfo, false);
 	if (conn == NULL)
 		return EXIT_CONNECT;
-	ctl_buf_init(&out);
-	rc = ctl_render_status(conn, &out, failures, NULL);
+	initPQExpBuffer(&out);
+	rc = ctl_status_render(conn, &out, failures, NULL);
+	ctl_text_check(&out);
 	fputs(out.data, stdout);
-	ctl_buf_free(&out);
+	termPQExpBuffer(&out);
 	PQfinish(conn);
 	return rc;
 }

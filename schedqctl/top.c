@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * top.c
+ * schedqctl/top.c
  *	  schedqctl top: what status shows, live, with throughput.
  *
  *	  Every --interval seconds it renders status's tables (status.c) and,
@@ -11,18 +11,17 @@
  *	  connection is shown and retried at each refresh.
  *-------------------------------------------------------------------------
  */
+#include "postgres_fe.h"
+
 #include <fcntl.h>
-#include <getopt.h>
 #include <langinfo.h>
-#include <locale.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <curses.h>
 
+#include "common/logging.h"
+#include "getopt_long.h"
 #include "schedqctl.h"
 
 #define MAX_QUEUES 64
@@ -37,6 +36,7 @@ typedef struct QueueRate
 	bool	  seen;
 } QueueRate;
 
+/* Seconds on the monotonic clock. */
 static double
 now_wall(void)
 {
@@ -46,6 +46,7 @@ now_wall(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The rates of a queue, made on first sight (NULL past MAX_QUEUES). */
 static QueueRate *
 rate_find(QueueRate *rates, int *n, const char *name)
 {
@@ -55,7 +56,7 @@ rate_find(QueueRate *rates, int *n, const char *name)
 	if (*n >= MAX_QUEUES)
 		return NULL;
 	memset(&rates[*n], 0, sizeof(QueueRate));
-	rates[*n].name = ctl_strdup(name);
+	rates[*n].name = pg_strdup(name);
 	rates[*n].done = -1;
 	return &rates[(*n)++];
 }
@@ -91,7 +92,7 @@ rates_update(QueueRate *rates, int *n, PGresult *res, double dt)
 
 /* The sparkline of a queue's rates, scaled to its own maximum. */
 static void
-sparkline(CtlBuf *out, QueueRate *q, bool utf8)
+sparkline(PQExpBuffer out, QueueRate *q, bool utf8)
 {
 	static const char *const blocks[] = { " ",		"\u2581", "\u2582",
 										  "\u2583", "\u2584", "\u2585",
@@ -109,9 +110,9 @@ sparkline(CtlBuf *out, QueueRate *q, bool utf8)
 		if (q->rates[i] > 0 && level == 0)
 			level = 1;
 		if (utf8)
-			ctl_buf_appends(out, blocks[level]);
+			appendPQExpBufferStr(out, blocks[level]);
 		else
-			ctl_buf_append(out, &ascii[level], 1);
+			appendPQExpBufferChar(out, ascii[level]);
 	}
 }
 
@@ -147,6 +148,18 @@ draw_lines(int y, const char *text)
 	return y;
 }
 
+/* The state of top between refreshes. */
+typedef struct Top
+{
+	const char *conninfo;
+	double		interval;
+	PGconn	   *conn;
+	QueueRate	rates[MAX_QUEUES];
+	int			nrates;
+	double		last; /* when the rates were last updated, 0 before */
+	bool		utf8;
+} Top;
+
 static const struct option top_options[] = {
 	{ "dbname", required_argument, NULL, 'd' },
 	{ "help", no_argument, NULL, 'H' },
@@ -154,21 +167,15 @@ static const struct option top_options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-int
-ctl_cmd_top(int argc, char **argv)
+/*
+ * Parse top's options into t.  Returns -1 to go on, or the exit code:
+ * EXIT_OK after --help, EXIT_USAGE after a usage error (said).
+ */
+static int
+top_parse_options(int argc, char **argv, Top *t)
 {
-	const char *conninfo = NULL;
-	double		interval = 1;
-	int			c;
-	char	   *end;
-	PGconn	   *conn;
-	QueueRate	rates[MAX_QUEUES];
-	int			nrates = 0;
-	double		last = 0;
-	bool		utf8;
-	CtlBuf		out;
-	int			rc = EXIT_OK;
-	int			saved_stderr;
+	int	  c;
+	char *end;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:", top_options, NULL)) != -1)
@@ -176,145 +183,199 @@ ctl_cmd_top(int argc, char **argv)
 		switch (c)
 		{
 			case 'd':
-				conninfo = optarg;
+				t->conninfo = optarg;
 				break;
 			case 'H':
-				ctl_usage("top", false);
+				ctl_main_usage("top", false);
 				return EXIT_OK;
 			case 'i':
-				interval = strtod(optarg, &end);
-				if (*end || !(interval >= 0.1) || interval > 3600)
+				t->interval = strtod(optarg, &end);
+				if (*end || !(t->interval >= 0.1) || t->interval > 3600)
 				{
-					ctl_error("top: --interval must be 0.1 to 3600 seconds");
+					pg_log_error("--interval must be in range 0.1..3600");
 					return EXIT_USAGE;
 				}
 				break;
 			default:
-				fprintf(stderr, "Try \"schedqctl help top\".\n");
+				pg_log_error_hint("Try \"schedqctl help top\".");
 				return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
 	{
-		ctl_error("top: unexpected argument \"%s\"", argv[optind]);
+		pg_log_error("top: unexpected argument \"%s\"", argv[optind]);
 		return EXIT_USAGE;
 	}
+	return -1;
+}
 
-	/* Connect first, so that a bad -d is reported before the screen. */
-	conn = ctl_connect(conninfo, false);
-	if (conn == NULL)
-		return EXIT_CONNECT;
+/*
+ * Start drawing: stderr goes to /dev/null while the screen is drawn, so
+ * that errors of the refreshes do not scribble over it (the screen says
+ * what went wrong).  Returns the saved stderr for top_screen_end.
+ */
+static int
+top_screen_start(Top *t)
+{
+	int saved_stderr = dup(STDERR_FILENO);
+	int devnull = open("/dev/null", O_WRONLY);
+
+	if (devnull >= 0)
 	{
-		/* A missing privilege is said plainly too, not on the screen. */
-		PGresult *res;
-
-		ctl_buf_init(&out);
-		rc = ctl_render_status(conn, &out, 0, &res);
-		PQclear(res);
-		if (rc != EXIT_OK)
-		{
-			ctl_buf_free(&out);
-			PQfinish(conn);
-			return rc;
-		}
-	}
-
-	/*
-	 * Errors of the refreshes must not scribble over the screen: stderr goes
-	 * to /dev/null while it is drawn (the screen says what went wrong).
-	 */
-	saved_stderr = dup(STDERR_FILENO);
-	{
-		int devnull = open("/dev/null", O_WRONLY);
-
-		if (devnull >= 0)
-		{
-			dup2(devnull, STDERR_FILENO);
-			close(devnull);
-		}
+		dup2(devnull, STDERR_FILENO);
+		close(devnull);
 	}
 	setlocale(LC_ALL, "");
-	utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+	t->utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 	initscr();
 	cbreak();
 	noecho();
 	keypad(stdscr, TRUE);
 	curs_set(0);
-	timeout((int) (interval * 1000));
+	timeout((int) (t->interval * 1000));
+	return saved_stderr;
+}
 
-	for (;;)
-	{
-		PGresult *queues = NULL;
-		double	  now = now_wall();
-		char	  head[256];
-		time_t	  t = time(NULL);
-		struct tm tm;
-		int		  y;
-		int		  key;
-
-		ctl_buf_reset(&out);
-		if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-		{
-			PQfinish(conn);
-			conn = ctl_connect(conninfo, true);
-		}
-		if (conn != NULL)
-			rc = ctl_render_status(conn, &out, 5, &queues);
-		localtime_r(&t, &tm);
-		snprintf(head, sizeof(head),
-				 "schedqctl top  %s@%s  %02d:%02d:%02d  (q quits)",
-				 conn ? PQdb(conn) : "?",
-				 conn && PQhost(conn) ? PQhost(conn) : "", tm.tm_hour,
-				 tm.tm_min, tm.tm_sec);
-
-		erase();
-		y = draw_lines(0, head);
-		y++;
-		if (conn == NULL || rc == EXIT_CONNECT)
-			y = draw_lines(y, "connection lost: retrying every refresh\n");
-		else if (rc != EXIT_OK)
-			y = draw_lines(y, "a query failed (see the server's log)\n");
-		if (queues != NULL)
-		{
-			CtlBuf line;
-
-			rates_update(rates, &nrates, queues, last > 0 ? now - last : 0);
-			last = now;
-			ctl_buf_init(&line);
-			ctl_buf_appends(&line, "Throughput (done/s, last 60 refreshes)\n");
-			for (int i = 0; i < nrates; i++)
-			{
-				QueueRate *q = &rates[i];
-
-				if (!q->seen)
-					continue;
-				ctl_buf_printf(&line, "  %-20.20s %8.1f/s  ", q->name,
-							   q->nrates ? q->rates[q->nrates - 1] : 0.0);
-				sparkline(&line, q, utf8);
-				ctl_buf_appends(&line, "\n");
-			}
-			ctl_buf_appends(&line, "\n");
-			y = draw_lines(y, line.data);
-			ctl_buf_free(&line);
-			PQclear(queues);
-		}
-		draw_lines(y, out.data);
-		refresh();
-
-		/* Wait for a key until the next refresh. */
-		key = getch();
-		if (key == 'q' || key == 'Q')
-			break;
-	}
+/* Stop drawing, and give stderr back. */
+static void
+top_screen_end(int saved_stderr)
+{
 	endwin();
 	if (saved_stderr >= 0)
 	{
 		dup2(saved_stderr, STDERR_FILENO);
 		close(saved_stderr);
 	}
-	ctl_buf_free(&out);
-	for (int i = 0; i < nrates; i++)
-		free(rates[i].name);
-	PQfinish(conn);
+}
+
+/*
+ * The throughput lines of the queues in queues (queue_stats' rows), the
+ * rates updated for the time since the last refresh, into line.
+ */
+static void
+top_throughput(Top *t, PGresult *queues, double now, PQExpBuffer line)
+{
+	rates_update(t->rates, &t->nrates, queues, t->last > 0 ? now - t->last : 0);
+	t->last = now;
+	appendPQExpBufferStr(line, "Throughput (done/s, last 60 refreshes)\n");
+	for (int i = 0; i < t->nrates; i++)
+	{
+		QueueRate *q = &t->rates[i];
+
+		if (!q->seen)
+			continue;
+		appendPQExpBuffer(line, "  %-20.20s %8.1f/s  ", q->name,
+						  q->nrates ? q->rates[q->nrates - 1] : 0.0);
+		sparkline(line, q, t->utf8);
+		appendPQExpBufferChar(line, '\n');
+	}
+	appendPQExpBufferChar(line, '\n');
+	ctl_text_check(line);
+}
+
+/*
+ * One refresh: reconnect if need be, render status's tables into out and
+ * draw the screen: the head line, what went wrong if anything, the
+ * throughput, the tables.
+ */
+static void
+top_refresh(Top *t, PQExpBuffer out)
+{
+	PGresult *queues = NULL;
+	double	  now = now_wall();
+	char	  head[256];
+	time_t	  wall = time(NULL);
+	struct tm tm;
+	int		  y;
+	int		  rc = EXIT_OK;
+
+	resetPQExpBuffer(out);
+	if (t->conn == NULL || PQstatus(t->conn) != CONNECTION_OK)
+	{
+		PQfinish(t->conn);
+		t->conn = ctl_conn_connect(t->conninfo, true);
+	}
+	if (t->conn != NULL)
+		rc = ctl_status_render(t->conn, out, 5, &queues);
+	ctl_text_check(out);
+	localtime_r(&wall, &tm);
+	snprintf(head, sizeof(head),
+			 "schedqctl top  %s@%s  %02d:%02d:%02d  (q quits)",
+			 t->conn ? PQdb(t->conn) : "?",
+			 t->conn && PQhost(t->conn) ? PQhost(t->conn) : "", tm.tm_hour,
+			 tm.tm_min, tm.tm_sec);
+
+	erase();
+	y = draw_lines(0, head);
+	y++;
+	if (t->conn == NULL || rc == EXIT_CONNECT)
+		y = draw_lines(y, "connection lost: retrying every refresh\n");
+	else if (rc != EXIT_OK)
+		y = draw_lines(y, "a query failed (see the server's log)\n");
+	if (queues != NULL)
+	{
+		PQExpBufferData line;
+
+		initPQExpBuffer(&line);
+		top_throughput(t, queues, now, &line);
+		y = draw_lines(y, line.data);
+		termPQExpBuffer(&line);
+		PQclear(queues);
+	}
+	draw_lines(y, out->data);
+	refresh();
+}
+
+/*
+ * schedqctl top: draw status's tables and the throughput every interval
+ * until q is pressed.  Returns the exit code.
+ */
+int
+ctl_top_command(int argc, char **argv)
+{
+	Top				t;
+	PQExpBufferData out;
+	PGresult	   *res;
+	int				rc;
+	int				saved_stderr;
+
+	memset(&t, 0, sizeof(t));
+	t.interval = 1;
+	rc = top_parse_options(argc, argv, &t);
+	if (rc >= 0)
+		return rc;
+
+	/* Connect first, so that a bad -d is reported before the screen. */
+	t.conn = ctl_conn_connect(t.conninfo, false);
+	if (t.conn == NULL)
+		return EXIT_CONNECT;
+	/* A missing privilege is said plainly too, not on the screen. */
+	initPQExpBuffer(&out);
+	rc = ctl_status_render(t.conn, &out, 0, &res);
+	PQclear(res);
+	if (rc != EXIT_OK)
+	{
+		termPQExpBuffer(&out);
+		PQfinish(t.conn);
+		return rc;
+	}
+
+	saved_stderr = top_screen_start(&t);
+	for (;;)
+	{
+		int key;
+
+		top_refresh(&t, &out);
+		/* Wait for a key until the next refresh. */
+		key = getch();
+		if (key == 'q' || key == 'Q')
+			break;
+	}
+	top_screen_end(saved_stderr);
+
+	termPQExpBuffer(&out);
+	for (int i = 0; i < t.nrates; i++)
+		pg_free(t.rates[i].name);
+	PQfinish(t.conn);
 	return EXIT_OK;
 }

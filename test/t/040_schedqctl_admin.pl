@@ -190,7 +190,8 @@ like($err, qr/GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO app/, 'the GRAN
 is($rc, 4, 'submit without privileges: exit 4');
 like($err, qr/GRANT USAGE ON SCHEMA schedq TO nobody;/, 'names GRANT USAGE');
 like($err, qr/GRANT EXECUTE ON FUNCTION schedq\.submit.* TO nobody;/, 'names GRANT EXECUTE on submit');
-like($err, qr/README's submitter role/, 'names the README role');
+like($err, qr/a privilege a submitter needs \(docs\/security\.md#roles\)/,
+	'names the submitter role and its page of the documentation');
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
 {
 	my @cmd = ('schedqctl', 'submit', 'k', '-d', $node->connstr('plain'));
