@@ -1,7 +1,7 @@
 #-------------------------------------------------------------------------
 # test/t/SchedqCtl.pm
 #	  Helpers of the schedqctl TAP tests (04x_schedqctl_*.pl): a node with
-#	  schedq and the README's roles, running the installed schedqctl
+#	  schedq and the roles of docs/security.md, running the installed schedqctl
 #	  (found in PATH: check.sh puts the server's bindir first, where
 #	  make install put it), and starting workers in the background.
 #-------------------------------------------------------------------------
@@ -18,7 +18,7 @@ use Test::More;
 
 our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid);
 
-# A started node with schedq, and the roles of the README's "Privileges":
+# A started node with schedq, and the roles of docs/security.md#roles:
 # app (submitter), worker (worker, member of app), ops (admin) and nobody
 # (CONNECT only).  Extra configuration lines may be given.
 sub ctl_node
