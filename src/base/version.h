@@ -21,8 +21,9 @@
 /* A version as a number: major * 100 + minor (1.1 is 101). */
 #define SCHEDQ_VERSION_1_0 100
 #define SCHEDQ_VERSION_1_1 101
+#define SCHEDQ_VERSION_1_2 102
 /* The version of the extension script this library was built with. */
-#define SCHEDQ_LIBRARY_VERSION SCHEDQ_VERSION_1_1
+#define SCHEDQ_LIBRARY_VERSION SCHEDQ_VERSION_1_2
 
 extern int	 schedq_version_installed(void);
 extern char *schedq_version_string(int version);

@@ -1,7 +1,7 @@
 #-------------------------------------------------------------------------
 # test/t/001_install.pl
 #	  A server with schedq in shared_preload_libraries starts, CREATE
-#	  EXTENSION installs version 1.1, one task makes the round trip
+#	  EXTENSION installs version 1.2, one task makes the round trip
 #	  submit -> claim -> complete, and the extension survives a restart.
 #
 #	  Run by test/check.sh (make check) with prove; see the header of
@@ -33,8 +33,8 @@ $node->safe_psql('postgres', 'CREATE EXTENSION schedq');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'schedq'"),
-	'1.1',
-	'CREATE EXTENSION installs version 1.1');
+	'1.2',
+	'CREATE EXTENSION installs version 1.2');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT n.nspname FROM pg_extension e
