@@ -10,3 +10,152 @@ SET LOCAL search_path TO pg_catalog, pg_temp;
 -- and into schedq--1.2.sql (the full script of a fresh install), and the
 -- upgrade suite proves the two give the same catalog.
 --
+
+-- Progress: schedq.progress, a heartbeat that records how far the attempt
+-- has come.
+ALTER TABLE schedq.task
+	ADD COLUMN progress real,
+	ADD COLUMN progress_note text,
+	ADD COLUMN progress_at timestamptz;
+COMMENT ON COLUMN schedq.task.progress IS 'how far an attempt has come, 0 to 100, as schedq.progress last reported';
+COMMENT ON COLUMN schedq.task.progress_note IS 'the note schedq.progress last reported with it';
+COMMENT ON COLUMN schedq.task.progress_at IS 'when schedq.progress last reported; earlier than started_at: an earlier attempt''s';
+
+CREATE FUNCTION schedq.progress(token text, progress real, note text DEFAULT NULL,
+								extend interval DEFAULT NULL)
+RETURNS timestamptz
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_progress';
+COMMENT ON FUNCTION schedq.progress IS 'a heartbeat that also records how far the attempt has come (0 to 100) and a note';
+REVOKE ALL ON FUNCTION schedq.progress FROM PUBLIC;
+
+-- Retention per status: failed tasks have their own
+-- (schedq.failed_retention), so retention walks each status by age.
+-- The index is rebuilt: writes to schedq.task wait while the finished
+-- tasks are indexed again.
+DROP INDEX schedq.task_finished_idx;
+CREATE INDEX task_finished_idx ON schedq.task (status, finished_at)
+	WHERE status IN ('done', 'failed', 'canceled', 'skipped');
+
+-- Work grants: a worker claims and finishes the tasks of a role without
+-- being a member of it.
+CREATE TABLE schedq.work_grant (
+	worker			regrole NOT NULL,
+	owner			regrole NOT NULL,
+	granted_by		regrole NOT NULL,
+	granted_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (worker, owner)
+);
+COMMENT ON TABLE schedq.work_grant IS 'a worker role may claim and finish the tasks of an owner role';
+ALTER TABLE schedq.work_grant ENABLE ROW LEVEL SECURITY;
+CREATE POLICY work_grant_visible ON schedq.work_grant FOR SELECT
+	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE')
+		   OR pg_catalog.pg_has_role(worker::oid, 'USAGE'));
+
+CREATE FUNCTION schedq._work_grant_changed() RETURNS trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'schedq_work_grant_changed_trigger';
+
+CREATE TRIGGER work_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON schedq.work_grant FOR EACH STATEMENT
+	EXECUTE FUNCTION schedq._work_grant_changed();
+REVOKE ALL ON FUNCTION schedq._work_grant_changed FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('schedq.work_grant', '');
+REVOKE ALL ON schedq.work_grant FROM PUBLIC;
+
+CREATE FUNCTION schedq.grant_work(worker regrole, owner regrole DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_grant_work';
+COMMENT ON FUNCTION schedq.grant_work IS 'let a worker role claim and finish the tasks of owner (default: the caller) without being a member of it; false if it already may';
+REVOKE ALL ON FUNCTION schedq.grant_work FROM PUBLIC;
+
+CREATE FUNCTION schedq.revoke_work(worker regrole, owner regrole DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_revoke_work';
+COMMENT ON FUNCTION schedq.revoke_work IS 'take back grant_work; false if there was nothing to take back';
+REVOKE ALL ON FUNCTION schedq.revoke_work FROM PUBLIC;
+
+-- A worker set up as 1.1's documentation said (a member of the
+-- submitting role) keeps working; the same pairs are recorded as work
+-- grants, so that the membership, which lets the worker act as that role
+-- everywhere, can be revoked without stopping its work.  A pair is a
+-- member that may call claim, of a role that may call submit or
+-- schedule (a submitter, not a group of workers) and is not a superuser.
+DO $$
+DECLARE
+	pair record;
+BEGIN
+	FOR pair IN
+		SELECT DISTINCT m.member::regrole AS worker, m.roleid::regrole AS owner
+		  FROM pg_catalog.pg_auth_members m
+		  JOIN pg_catalog.pg_roles o ON o.oid = m.roleid
+		 WHERE NOT o.rolsuper
+		   AND pg_catalog.has_function_privilege(m.member,
+				'schedq.claim'::pg_catalog.regproc, 'EXECUTE')
+		   AND (pg_catalog.has_function_privilege(m.roleid,
+					'schedq.submit'::pg_catalog.regproc, 'EXECUTE')
+				OR pg_catalog.has_function_privilege(m.roleid,
+					'schedq.schedule'::pg_catalog.regproc, 'EXECUTE'))
+		 ORDER BY 1, 2
+	LOOP
+		INSERT INTO schedq.work_grant (worker, owner, granted_by)
+		VALUES (pair.worker, pair.owner, current_user::regrole)
+		ON CONFLICT DO NOTHING;
+		RAISE NOTICE 'role % may work for role % through schedq.work_grant now', pair.worker, pair.owner
+			USING HINT = pg_catalog.format('Its membership lets it act as %s everywhere; revoke it with: REVOKE %s FROM %s;',
+										   pair.owner, pair.owner, pair.worker);
+	END LOOP;
+END
+$$;
+
+-- Monitoring: every role's tasks, queues, workers and schedules, without
+-- payloads, results or dedup keys.  Not security_invoker: a role granted
+-- SELECT on them sees all rows, and nothing else of the tables.
+CREATE VIEW schedq.all_tasks AS
+SELECT id, queue, kind, owner, status, priority, run_at, attempts,
+	   max_attempts, timeout, lock_key, version, concurrency_key,
+	   required_caps, budgets, cost, run_id, depends_on, claimed_by,
+	   lease_expires_at, deadline, parked, parked_on, periodic, last_error,
+	   created_at, started_at, finished_at, progress, progress_note,
+	   progress_at
+  FROM schedq.task;
+COMMENT ON VIEW schedq.all_tasks IS 'every task of every role, without payload, result or dedup key: for monitoring';
+
+CREATE VIEW schedq.all_queue_stats AS
+SELECT q.queue,
+	   COALESCE(p.paused, false) AS paused,
+	   count(t.id) FILTER (WHERE t.status = 'pending') AS pending,
+	   count(t.id) FILTER (WHERE t.status = 'available') AS available,
+	   count(t.id) FILTER (WHERE t.status = 'running') AS running,
+	   count(t.id) FILTER (WHERE t.status = 'done') AS done,
+	   count(t.id) FILTER (WHERE t.status = 'failed') AS failed,
+	   count(t.id) FILTER (WHERE t.status = 'canceled') AS canceled,
+	   count(t.id) FILTER (WHERE t.status = 'skipped') AS skipped,
+	   now() - min(t.run_at) FILTER (WHERE t.status = 'available') AS oldest_available_age
+  FROM (SELECT queue FROM schedq.task UNION SELECT name FROM schedq.queue) q
+  LEFT JOIN schedq.task t ON t.queue = q.queue
+  LEFT JOIN schedq.queue p ON p.name = q.queue
+ GROUP BY q.queue, p.paused;
+COMMENT ON VIEW schedq.all_queue_stats IS 'tasks per queue and status, of every role: for monitoring';
+
+CREATE VIEW schedq.all_worker_status AS
+SELECT claimed_by AS worker,
+	   count(*) FILTER (WHERE status = 'running') AS running,
+	   count(*) AS claims,
+	   max(started_at) AS last_seen
+  FROM schedq.task
+ WHERE claimed_by IS NOT NULL
+ GROUP BY claimed_by;
+COMMENT ON VIEW schedq.all_worker_status IS 'workers seen in the retained tasks of every role: for monitoring';
+
+CREATE VIEW schedq.all_schedules AS
+SELECT name, schedule, timezone, enabled, next_run, last_run, last_task_id,
+	   kind, queue, priority, owner, fired, skipped, last_error, created_at,
+	   updated_at
+  FROM schedq.periodic;
+COMMENT ON VIEW schedq.all_schedules IS 'every role''s schedules, without payload: for monitoring';
+REVOKE ALL ON schedq.all_tasks, schedq.all_queue_stats, schedq.all_worker_status,
+	schedq.all_schedules FROM PUBLIC;

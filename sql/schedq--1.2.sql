@@ -66,7 +66,10 @@ CREATE TABLE schedq.task (
 	last_error		text,
 	created_at		timestamptz NOT NULL DEFAULT now(),
 	started_at		timestamptz,
-	finished_at		timestamptz
+	finished_at		timestamptz,
+	progress		real,
+	progress_note	text,
+	progress_at		timestamptz
 );
 COMMENT ON TABLE schedq.task IS 'every task, in every state; each role sees its own';
 -- No CHECK constraints: only the API functions write this table, and they
@@ -80,6 +83,9 @@ COMMENT ON COLUMN schedq.task.parked IS 'pending and blocked by a lock_key, a co
 COMMENT ON COLUMN schedq.task.parked_on IS 'what holds a parked task back: lock, limit or deps';
 COMMENT ON COLUMN schedq.task.has_dependents IS 'some task lists this one in depends_on';
 COMMENT ON COLUMN schedq.task.periodic IS 'the periodic schedule that submitted this task, if any';
+COMMENT ON COLUMN schedq.task.progress IS 'how far an attempt has come, 0 to 100, as schedq.progress last reported';
+COMMENT ON COLUMN schedq.task.progress_note IS 'the note schedq.progress last reported with it';
+COMMENT ON COLUMN schedq.task.progress_at IS 'when schedq.progress last reported; earlier than started_at: an earlier attempt''s';
 
 -- Claim: the head of the available set, in claim order.  Partial, so
 -- pending, running and finished tasks cost a claim nothing.
@@ -100,10 +106,10 @@ CREATE INDEX task_parked_concurrency_idx ON schedq.task
 	(concurrency_key, priority DESC, run_at, id)
 	WHERE status = 'pending' AND parked AND parked_on = 'limit';
 -- Reaper: running tasks by lease expiry (never later than the deadline);
--- retention: finished tasks by age.
+-- retention: finished tasks by status (each has its own retention) and age.
 CREATE INDEX task_running_idx ON schedq.task (lease_expires_at)
 	WHERE status = 'running';
-CREATE INDEX task_finished_idx ON schedq.task (finished_at)
+CREATE INDEX task_finished_idx ON schedq.task (status, finished_at)
 	WHERE status IN ('done', 'failed', 'canceled', 'skipped');
 -- At most one live task per dedup_key.
 -- dedup keys are per owner: another role's key neither conflicts nor shows.
@@ -243,6 +249,32 @@ ALTER TABLE schedq.periodic ENABLE ROW LEVEL SECURITY;
 CREATE POLICY periodic_visible ON schedq.periodic FOR SELECT
 	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
 
+-- The roles whose tasks a worker may claim and finish without being a
+-- member of them (grant_work, revoke_work).  A worker that is a member
+-- of a task's owner may too: it has the owner's privileges anyway.
+CREATE TABLE schedq.work_grant (
+	worker			regrole NOT NULL,
+	owner			regrole NOT NULL,
+	granted_by		regrole NOT NULL,
+	granted_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (worker, owner)
+);
+COMMENT ON TABLE schedq.work_grant IS 'a worker role may claim and finish the tasks of an owner role';
+ALTER TABLE schedq.work_grant ENABLE ROW LEVEL SECURITY;
+CREATE POLICY work_grant_visible ON schedq.work_grant FOR SELECT
+	USING (pg_catalog.pg_has_role(owner::oid, 'USAGE')
+		   OR pg_catalog.pg_has_role(worker::oid, 'USAGE'));
+
+-- Claims remember the owners a worker may work for; every change of this
+-- table makes them look again once it commits.
+CREATE FUNCTION schedq._work_grant_changed() RETURNS trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'schedq_work_grant_changed_trigger';
+
+CREATE TRIGGER work_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON schedq.work_grant FOR EACH STATEMENT
+	EXECUTE FUNCTION schedq._work_grant_changed();
+
 SELECT pg_catalog.pg_extension_config_dump('schedq.run', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.task', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.queue', '');
@@ -255,6 +287,7 @@ SELECT pg_catalog.pg_extension_config_dump('schedq.budget', '');
 -- COPY would collide with that key.
 SELECT pg_catalog.pg_extension_config_dump('schedq.grant_key', 'WHERE false');
 SELECT pg_catalog.pg_extension_config_dump('schedq.periodic', '');
+SELECT pg_catalog.pg_extension_config_dump('schedq.work_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.run_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('schedq.task_id_seq', '');
 
@@ -358,6 +391,13 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_heartbeat';
 COMMENT ON FUNCTION schedq.heartbeat IS 'extend a lease; NULL when the attempt is no longer running';
 
+CREATE FUNCTION schedq.progress(token text, progress real, note text DEFAULT NULL,
+								extend interval DEFAULT NULL)
+RETURNS timestamptz
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_progress';
+COMMENT ON FUNCTION schedq.progress IS 'a heartbeat that also records how far the attempt has come (0 to 100) and a note';
+
 CREATE FUNCTION schedq.complete(token text, result jsonb DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE
@@ -447,6 +487,18 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_set_budget';
 COMMENT ON FUNCTION schedq.set_budget IS 'create or change a budget; with a period it refills at every boundary';
 
+CREATE FUNCTION schedq.grant_work(worker regrole, owner regrole DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_grant_work';
+COMMENT ON FUNCTION schedq.grant_work IS 'let a worker role claim and finish the tasks of owner (default: the caller) without being a member of it; false if it already may';
+
+CREATE FUNCTION schedq.revoke_work(worker regrole, owner regrole DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_revoke_work';
+COMMENT ON FUNCTION schedq.revoke_work IS 'take back grant_work; false if there was nothing to take back';
+
 --
 -- Observability.
 --
@@ -494,6 +546,53 @@ SELECT claimed_by AS worker,
  WHERE claimed_by IS NOT NULL
  GROUP BY claimed_by;
 COMMENT ON VIEW schedq.worker_status IS 'workers seen in the retained tasks: running now, claims, last claim';
+
+-- Monitoring: every role's tasks, queues, workers and schedules, without
+-- payloads, results or dedup keys.  Not security_invoker: a role granted
+-- SELECT on them sees all rows, and nothing else of the tables.
+CREATE VIEW schedq.all_tasks AS
+SELECT id, queue, kind, owner, status, priority, run_at, attempts,
+	   max_attempts, timeout, lock_key, version, concurrency_key,
+	   required_caps, budgets, cost, run_id, depends_on, claimed_by,
+	   lease_expires_at, deadline, parked, parked_on, periodic, last_error,
+	   created_at, started_at, finished_at, progress, progress_note,
+	   progress_at
+  FROM schedq.task;
+COMMENT ON VIEW schedq.all_tasks IS 'every task of every role, without payload, result or dedup key: for monitoring';
+
+CREATE VIEW schedq.all_queue_stats AS
+SELECT q.queue,
+	   COALESCE(p.paused, false) AS paused,
+	   count(t.id) FILTER (WHERE t.status = 'pending') AS pending,
+	   count(t.id) FILTER (WHERE t.status = 'available') AS available,
+	   count(t.id) FILTER (WHERE t.status = 'running') AS running,
+	   count(t.id) FILTER (WHERE t.status = 'done') AS done,
+	   count(t.id) FILTER (WHERE t.status = 'failed') AS failed,
+	   count(t.id) FILTER (WHERE t.status = 'canceled') AS canceled,
+	   count(t.id) FILTER (WHERE t.status = 'skipped') AS skipped,
+	   now() - min(t.run_at) FILTER (WHERE t.status = 'available') AS oldest_available_age
+  FROM (SELECT queue FROM schedq.task UNION SELECT name FROM schedq.queue) q
+  LEFT JOIN schedq.task t ON t.queue = q.queue
+  LEFT JOIN schedq.queue p ON p.name = q.queue
+ GROUP BY q.queue, p.paused;
+COMMENT ON VIEW schedq.all_queue_stats IS 'tasks per queue and status, of every role: for monitoring';
+
+CREATE VIEW schedq.all_worker_status AS
+SELECT claimed_by AS worker,
+	   count(*) FILTER (WHERE status = 'running') AS running,
+	   count(*) AS claims,
+	   max(started_at) AS last_seen
+  FROM schedq.task
+ WHERE claimed_by IS NOT NULL
+ GROUP BY claimed_by;
+COMMENT ON VIEW schedq.all_worker_status IS 'workers seen in the retained tasks of every role: for monitoring';
+
+CREATE VIEW schedq.all_schedules AS
+SELECT name, schedule, timezone, enabled, next_run, last_run, last_task_id,
+	   kind, queue, priority, owner, fired, skipped, last_error, created_at,
+	   updated_at
+  FROM schedq.periodic;
+COMMENT ON VIEW schedq.all_schedules IS 'every role''s schedules, without payload: for monitoring';
 
 --
 -- Workflows.

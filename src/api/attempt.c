@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * api/attempt.c
  *	  What a worker does with the attempt it claimed: schedq.heartbeat,
- *	  complete, complete_many, fail and verify_grant.
+ *	  progress, complete, complete_many, fail and verify_grant.
  *
  * Each checks its token (shared/token.c) and its arguments, then writes
  * through store/task_attempt.c, whose statements change nothing for a
@@ -11,6 +11,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -66,7 +68,57 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 
 	schedq_call_begin(&call);
 	running = schedq_task_attempt_heartbeat(token.task_id, token.attempt,
-											token.nonce, extend, &expires);
+											token.nonce, extend, NULL, &expires);
+	schedq_call_end(&call);
+
+	if (!running)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+PG_FUNCTION_INFO_V1(schedq_progress);
+
+/*
+ * schedq.progress(token, progress, note, extend): a heartbeat that also
+ * records how far the attempt has come, 0 to 100 (NULL: not known), and
+ * a short note.  NULL when the token's attempt is no longer running.
+ */
+Datum
+schedq_progress(PG_FUNCTION_ARGS)
+{
+	SchedqToken	   token;
+	SchedqCall	   call;
+	SchedqProgress progress = { 0 };
+	Interval	  *extend = NULL;
+	TimestampTz	   expires;
+	bool		   running;
+
+	attempt_token_arg(fcinfo, &token);
+	progress.value_null = PG_ARGISNULL(1);
+	if (!progress.value_null)
+	{
+		progress.value = PG_GETARG_FLOAT4(1);
+		if (isnan(progress.value) || progress.value < 0 ||
+			progress.value > 100)
+			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("progress must be between 0 and 100"));
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		progress.note = PG_GETARG_TEXT_PP(2);
+		schedq_check_text_size("note", progress.note, SCHEDQ_MAX_NOTE_BYTES);
+	}
+	if (!PG_ARGISNULL(3))
+	{
+		extend = PG_GETARG_INTERVAL_P(3);
+		(void) schedq_check_interval("extend", extend, false,
+									 SCHEDQ_MAX_INTERVAL_USECS,
+									 SCHEDQ_MAX_INTERVAL_TEXT);
+	}
+
+	schedq_call_begin(&call);
+	running = schedq_task_attempt_heartbeat(
+		token.task_id, token.attempt, token.nonce, extend, &progress, &expires);
 	schedq_call_end(&call);
 
 	if (!running)

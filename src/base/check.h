@@ -25,6 +25,8 @@
 #define SCHEDQ_MAX_SCHEDULE_BYTES 1000
 /* An error a worker reports. */
 #define SCHEDQ_MAX_ERROR_BYTES 65536
+/* Longest note of schedq.progress. */
+#define SCHEDQ_MAX_NOTE_BYTES 1000
 /* A lease, a timeout, a retry delay, a heartbeat's extension, a period. */
 #define SCHEDQ_MAX_INTERVAL_USECS ((int64) 365 * USECS_PER_DAY)
 #define SCHEDQ_MAX_INTERVAL_TEXT  "365 days"

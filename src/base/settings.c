@@ -20,6 +20,7 @@ int	 schedq_reaper_interval_ms = 1000;
 int	 schedq_default_lease_s = 30;
 int	 schedq_sql_workers = 2;
 int	 schedq_retention_s = 7 * 24 * 3600;
+int	 schedq_failed_retention_s = 30 * 24 * 3600;
 int	 schedq_max_payload_bytes = 1024 * 1024;
 int	 schedq_claim_floor_interval_ms = 10;
 int	 schedq_sql_task_timeout_s = 3600;
@@ -56,9 +57,16 @@ schedq_settings_define(void)
 							NULL, NULL);
 	DefineCustomIntVariable(
 		"schedq.retention",
-		"How long finished tasks are kept; -1 keeps them forever.", NULL,
+		"How long done, canceled and skipped tasks are kept; -1 keeps them forever.",
+		"Failed tasks are kept for schedq.failed_retention.",
 		&schedq_retention_s, 7 * 24 * 3600, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_S,
 		NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.failed_retention",
+		"How long failed tasks are kept; -1 keeps them forever.",
+		"Done, canceled and skipped tasks are kept for schedq.retention.",
+		&schedq_failed_retention_s, 30 * 24 * 3600, -1, INT_MAX, PGC_SIGHUP,
+		GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("schedq.max_payload",
 							"Largest payload a task may carry.", NULL,
 							&schedq_max_payload_bytes, 1024 * 1024, 0,

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * pass/reaper.c
  *	  Take back what workers left behind: expired leases and attempts past
- *	  their timeout; and delete finished tasks past schedq.retention.
+ *	  their timeout; and delete finished tasks past schedq.retention
+ *	  (failed ones: past schedq.failed_retention).
  *
  * Do no harm: a task is changed only on a positive signal (its lease or
  * deadline has passed), its row is locked with SKIP LOCKED first (a worker
@@ -140,10 +141,14 @@ schedq_reaper_pass(TimestampTz now, bool *more)
 	schedq_sqlslots_escalate();
 	(void) schedq_task_runs_reap();
 
-	if (schedq_retention_s >= 0)
+	for (SchedqTaskStatus s = TASK_DONE; s < TASK_NUM_STATUSES; s++)
 	{
-		n = schedq_task_reap_finished(now - (int64) schedq_retention_s *
-												USECS_PER_SEC,
+		int keep_s =
+			s == TASK_FAILED ? schedq_failed_retention_s : schedq_retention_s;
+
+		if (keep_s < 0)
+			continue;
+		n = schedq_task_reap_finished(s, now - (int64) keep_s * USECS_PER_SEC,
 									  &ids);
 		if (n == TASK_RETENTION_BATCH)
 			*more = true;

@@ -31,9 +31,10 @@ static bool				 generation_bumped[NUM_GENERATIONS];
 
 /* For PREPARE's error: what the transaction did. */
 static const char *const generation_changes[NUM_GENERATIONS] = {
-	[GENERATION_GRANT_KEYS] = "rotated the grant key",
+	[GENERATION_GRANT_KEYS] = "rotated the token signing key",
 	[GENERATION_BUDGETS] = "changed a budget",
 	[GENERATION_QUEUES] = "paused or resumed a queue",
+	[GENERATION_WORK_GRANTS] = "granted or revoked work",
 };
 
 static void

@@ -246,7 +246,8 @@ direct_claim_index_ok(Relation irel, SchedqClaimIndex which)
 
 /*
  * Do the columns of the table match TASK_COLUMNS: every live column one
- * of them by name and type, each of them there, NOT NULL where the script
+ * of them by name and type, each of them there (but the columns of a
+ * version the database was not updated to), NOT NULL where the script
  * declares it and nowhere else?  Sets schedq_direct_att; returns the
  * reason to decline, or -1.
  */
@@ -275,7 +276,16 @@ direct_describe_columns(TupleDesc desc)
 			return DIRECT_DECLINE_CONSTRAINT;
 		schedq_direct_att[c] = att->attnum;
 	}
-	return live == TASK_NUM_COLUMNS ? -1 : DIRECT_DECLINE_COLUMNS;
+	if (live == TASK_NUM_COLUMNS)
+		return -1;
+	/* an older version's table: only the later versions' columns missing */
+	for (int c = 0; c < TASK_FIRST_COLUMN_1_2; c++)
+		if (schedq_direct_att[c] == InvalidAttrNumber)
+			return DIRECT_DECLINE_COLUMNS;
+	for (int c = TASK_FIRST_COLUMN_1_2; c < TASK_NUM_COLUMNS; c++)
+		if (schedq_direct_att[c] != InvalidAttrNumber)
+			return DIRECT_DECLINE_COLUMNS;
+	return -1;
 }
 
 /*
@@ -357,7 +367,9 @@ direct_describe(Relation rel)
 	 */
 	for (int c = 0; c < TASK_NUM_COLUMNS; c++)
 	{
-		Node *def = build_column_default(rel, schedq_direct_att[c]);
+		Node *def = schedq_direct_att[c] == InvalidAttrNumber ?
+						NULL :
+						build_column_default(rel, schedq_direct_att[c]);
 
 		if (def != NULL)
 			cache.defaults[c] =
@@ -530,7 +542,7 @@ schedq_direct_defaults(SchedqDirectWrite *dw, TupleTableSlot *slot,
 	{
 		int a = schedq_direct_att[c] - 1;
 
-		if (set[c])
+		if (set[c] || a < 0)
 			continue;
 		slot->tts_isnull[a] = true;
 		slot->tts_values[a] = (Datum) 0;

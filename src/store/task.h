@@ -112,7 +112,10 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
 	X(LAST_ERROR, last_error, TEXTOID, false)                                  \
 	X(CREATED_AT, created_at, TIMESTAMPTZOID, true)                            \
 	X(STARTED_AT, started_at, TIMESTAMPTZOID, false)                           \
-	X(FINISHED_AT, finished_at, TIMESTAMPTZOID, false)
+	X(FINISHED_AT, finished_at, TIMESTAMPTZOID, false)                         \
+	X(PROGRESS, progress, FLOAT4OID, false)                                    \
+	X(PROGRESS_NOTE, progress_note, TEXTOID, false)                            \
+	X(PROGRESS_AT, progress_at, TIMESTAMPTZOID, false)
 
 #define TASK_COLUMN_ENUM(sym, name, type, notnull) TASK_COL_##sym,
 typedef enum SchedqTaskColumn
@@ -120,6 +123,13 @@ typedef enum SchedqTaskColumn
 	TASK_COLUMNS(TASK_COLUMN_ENUM) TASK_NUM_COLUMNS
 } SchedqTaskColumn;
 #undef TASK_COLUMN_ENUM
+
+/*
+ * A version adds its columns at the end of the table; the first column
+ * of each version after 1.0.  A database not yet updated lacks them (and
+ * the direct writes, which never set them, do without).
+ */
+#define TASK_FIRST_COLUMN_1_2 TASK_COL_PROGRESS
 
 extern const char *const schedq_task_column_names[TASK_NUM_COLUMNS];
 extern const Oid		 schedq_task_column_types[TASK_NUM_COLUMNS];

@@ -61,6 +61,14 @@ static SchedqQuery q_heartbeat =
 				 "     now() + COALESCE($4, lease)), deadline)"
 				 " WHERE" ATTEMPT_IS_RUNNING " RETURNING lease_expires_at",
 				 INT8OID, INT4OID, INT8OID, INTERVALOID);
+/* A heartbeat that records progress: $5 progress, $6 its note. */
+static SchedqQuery q_progress =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET lease_expires_at = least(greatest(lease_expires_at,"
+				 "     now() + COALESCE($4, lease)), deadline),"
+				 "     progress = $5, progress_note = $6, progress_at = now()"
+				 " WHERE" ATTEMPT_IS_RUNNING " RETURNING lease_expires_at",
+				 INT8OID, INT4OID, INT8OID, INTERVALOID, FLOAT4OID, TEXTOID);
 static SchedqQuery q_complete =
 	SCHEDQ_QUERY("UPDATE schedq.task" TASK_COMPLETE_SET
 				 " WHERE" ATTEMPT_IS_RUNNING,
@@ -142,21 +150,30 @@ schedq_task_attempt_claimed_at(int64 task_id, int32 attempt, ItemPointer tid)
 
 /*
  * Push the lease of a running attempt to now() + extend (NULL: the lease
- * the claim asked for), never shortening it and never past its deadline.
- * False when the attempt is not the running one; else *expires is the
- * new expiry.
+ * the claim asked for), never shortening it and never past its deadline;
+ * with progress (not NULL), also record it.  False when the attempt is
+ * not the running one; else *expires is the new expiry.
  */
 bool
 schedq_task_attempt_heartbeat(int64 task_id, int32 attempt, int64 nonce,
-							  const Interval *extend, TimestampTz *expires)
+							  const Interval *extend,
+							  const SchedqProgress *progress,
+							  TimestampTz *expires)
 {
-	Datum values[4] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+	Datum values[6] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
 						Int64GetDatum(nonce), PointerGetDatum(extend) };
-	char  nulls[4] = { ' ', ' ', ' ', extend == NULL ? 'n' : ' ' };
+	char  nulls[6] = { ' ', ' ', ' ', extend == NULL ? 'n' : ' ', 'n', 'n' };
 	bool  isnull;
 
-	if (schedq_plan_run(&q_heartbeat, values, nulls, 0,
-						SPI_OK_UPDATE_RETURNING) != 1)
+	if (progress)
+	{
+		values[4] = Float4GetDatum(progress->value);
+		nulls[4] = progress->value_null ? 'n' : ' ';
+		values[5] = PointerGetDatum(progress->note);
+		nulls[5] = progress->note == NULL ? 'n' : ' ';
+	}
+	if (schedq_plan_run(progress ? &q_progress : &q_heartbeat, values, nulls,
+						0, SPI_OK_UPDATE_RETURNING) != 1)
 		return false;
 	*expires =
 		DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],

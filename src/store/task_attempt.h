@@ -33,8 +33,17 @@ typedef enum SchedqAttemptState
 
 extern void schedq_task_attempt_claimed_at(int64 task_id, int32 attempt,
 										   ItemPointer tid);
+/* What schedq.progress reports with a heartbeat. */
+typedef struct SchedqProgress
+{
+	float4 value; /* 0 to 100 */
+	bool   value_null;
+	text  *note; /* or NULL */
+} SchedqProgress;
+
 extern bool schedq_task_attempt_heartbeat(int64 task_id, int32 attempt,
 										  int64 nonce, const Interval *extend,
+										  const SchedqProgress *progress,
 										  TimestampTz *expires);
 extern bool schedq_task_attempt_complete(int64 task_id, int32 attempt,
 										 int64 nonce, Datum result,

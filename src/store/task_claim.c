@@ -61,18 +61,20 @@
 #include "store/queues.h"
 #include "store/task.h"
 #include "store/task_claim.h"
+#include "store/work_grants.h"
 
 /*
  * The parameters of every claim statement: $1 n, $2 queues, $3 caps,
  * $4 caller, $5 admin, $6 worker, $7 lease, $8 the clock, $9-$11 the
  * claim floor, $12 the claim's nonce, $13 (SQL tasks only) the tasks the
- * executors are still running.  A statement need not use them all.
+ * executors are still running, $14 the owners the caller may work for by
+ * a work grant (store/work_grants.c).  A statement need not use them all.
  */
-#define CLAIM_NPARAMS 13
+#define CLAIM_NPARAMS 14
 #define CLAIM_TYPES                                                            \
 	INT4OID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID, TEXTOID,             \
 		INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT8OID,         \
-		INT8OID, INT8ARRAYOID
+		INT8OID, INT8ARRAYOID, OIDARRAYOID
 
 /* The queue filters of the rule, by SchedqClaimFilter. */
 #define CLAIM_ALL_SQL  ""
@@ -99,7 +101,8 @@
 #define CLAIM_RULE(queue_filter, paused_filter, budget_filter)                 \
 	" WHERE t.status = 'available'" queue_filter                               \
 	" AND (t.required_caps = '{}' OR t.required_caps <@ $3)"                   \
-	" AND ($5 OR pg_has_role($4, t.owner::oid, 'USAGE'))" paused_filter        \
+	" AND ($5 OR t.owner::oid = ANY ($14)"                                     \
+	"      OR pg_has_role($4, t.owner::oid, 'USAGE'))" paused_filter            \
 		budget_filter                                                          \
 	" AND (-(t.priority::bigint), t.run_at, t.id) >= ($9, $10, $11)"           \
 	" ORDER BY -(t.priority::bigint), t.run_at, t.id"
@@ -139,7 +142,7 @@ static SchedqQuery claim_take_admitted =
 				 " WHERE t.id = ANY ($1)" CLAIM_RETURNING,
 				 INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, OIDOID, BOOLOID,
 				 TEXTOID, INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID,
-				 INT8OID, INT8OID, INT8ARRAYOID);
+				 INT8OID, INT8OID, INT8ARRAYOID, OIDARRAYOID);
 
 /*
  * The one-statement claim: candidates locked and taken at once.  The CTE
@@ -231,6 +234,8 @@ claim_params(const SchedqClaimRequest *r, Datum *values, char *nulls)
 	values[12] =
 		r->filter == CLAIM_SQL_TASKS ? schedq_sqlslots_busy_tasks() : (Datum) 0;
 	nulls[12] = r->filter == CLAIM_SQL_TASKS ? ' ' : 'n';
+	values[13] = r->admin ? (Datum) 0 : schedq_work_grants_array(r->caller);
+	nulls[13] = r->admin ? 'n' : ' ';
 }
 
 /*
@@ -271,6 +276,8 @@ typedef struct ClaimArrays
 	Datum *busy;
 	bool  *busy_nulls;
 	int	   nbusy;
+	Oid	  *work_for; /* owners the caller may work for by a work grant */
+	int	   nwork_for;
 } ClaimArrays;
 
 static void
@@ -288,6 +295,13 @@ claim_arrays(const SchedqClaimRequest *r, ClaimArrays *a)
 		deconstruct_array(DatumGetArrayTypeP(schedq_sqlslots_busy_tasks()),
 						  INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
 						  &a->busy, &a->busy_nulls, &a->nbusy);
+	if (!r->admin)
+	{
+		const Oid *owners = schedq_work_grants_owners(r->caller, &a->nwork_for);
+
+		a->work_for = palloc(sizeof(Oid) * Max(a->nwork_for, 1));
+		memcpy(a->work_for, owners, sizeof(Oid) * a->nwork_for);
+	}
 }
 
 /*
@@ -309,6 +323,7 @@ claim_rule_holds(const SchedqClaimRequest *r, const ClaimArrays *a,
 	Datum	   *elems;
 	bool	   *nulls;
 	int			nelems;
+	Oid			owner;
 
 	if (!schedq_direct_text_equals(slot_getattr(slot, att[TASK_COL_STATUS],
 												&isnull),
@@ -350,11 +365,13 @@ claim_rule_holds(const SchedqClaimRequest *r, const ClaimArrays *a,
 			return false;
 	}
 
-	return r->admin ||
-		   has_privs_of_role(r->caller,
-							 DatumGetObjectId(slot_getattr(slot,
-														   att[TASK_COL_OWNER],
-														   &isnull)));
+	if (r->admin)
+		return true;
+	owner = DatumGetObjectId(slot_getattr(slot, att[TASK_COL_OWNER], &isnull));
+	for (int i = 0; i < a->nwork_for; i++)
+		if (a->work_for[i] == owner)
+			return true;
+	return has_privs_of_role(r->caller, owner);
 }
 
 /*

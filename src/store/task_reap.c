@@ -30,12 +30,13 @@ static SchedqQuery q_extend = SCHEDQ_QUERY(
 	"UPDATE schedq.task SET lease_expires_at = least($3 + lease, deadline)"
 	" WHERE id = $1 AND attempts = $2 AND status = 'running'",
 	INT8OID, INT4OID, TIMESTAMPTZOID);
+/* $2: one finished status; each has its retention (task_finished_idx). */
 static SchedqQuery q_retention =
 	SCHEDQ_QUERY("SELECT id FROM schedq.task"
-				 " WHERE status IN " TASK_FINISHED_SQL " AND finished_at < $1"
+				 " WHERE status = $2 AND finished_at < $1"
 				 " ORDER BY finished_at LIMIT " RETENTION_BATCH_SQL
 				 " FOR UPDATE SKIP LOCKED",
-				 TIMESTAMPTZOID);
+				 TIMESTAMPTZOID, TEXTOID);
 static SchedqQuery q_delete =
 	SCHEDQ_QUERY("DELETE FROM schedq.task WHERE id = ANY ($1)", INT8ARRAYOID);
 /* A task the reaper could not take back: looked at again in an hour. */
@@ -100,14 +101,16 @@ schedq_task_reap_postpone(int64 id, const char *error)
 }
 
 /*
- * The finished tasks that finished before `before`, a batch of them,
- * locked (SKIP LOCKED); their ids in *ids.  Returns how many.
+ * The tasks of a finished status that finished before `before`, a batch
+ * of them, locked (SKIP LOCKED); their ids in *ids.  Returns how many.
  */
 int
-schedq_task_reap_finished(TimestampTz before, int64 **ids)
+schedq_task_reap_finished(SchedqTaskStatus status, TimestampTz before,
+						  int64 **ids)
 {
-	Datum value = TimestampTzGetDatum(before);
-	int	  n = schedq_plan_run(&q_retention, &value, NULL, 0, SPI_OK_SELECT);
+	Datum values[2] = { TimestampTzGetDatum(before),
+						CStringGetTextDatum(schedq_task_status_names[status]) };
+	int	  n = schedq_plan_run(&q_retention, values, NULL, 0, SPI_OK_SELECT);
 
 	*ids = palloc(sizeof(int64) * Max(n, 1));
 	for (int i = 0; i < n; i++)

@@ -9,6 +9,9 @@
  *	- schedq._queue_changed(): the statement trigger of schedq.queue; any
  *	  change of it moves the queues generation, so that claims look at the
  *	  paused queues again once it commits (store/queues.c).
+ *	- schedq._work_grant_changed(): the statement trigger of
+ *	  schedq.work_grant, likewise for the work grants
+ *	  (store/work_grants.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -105,5 +108,21 @@ schedq_queue_changed_trigger(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "schedq._queue_changed() must be called as a trigger");
 	schedq_commit_generation_bump(GENERATION_QUEUES);
+	return PointerGetDatum(NULL);
+}
+
+PG_FUNCTION_INFO_V1(schedq_work_grant_changed_trigger);
+
+/*
+ * Statement trigger on schedq.work_grant (grant_work, revoke_work, a
+ * restore, or DML by hand): make claims look at the work grants again
+ * once this commits (store/work_grants.c).
+ */
+Datum
+schedq_work_grant_changed_trigger(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "schedq._work_grant_changed() must be called as a trigger");
+	schedq_commit_generation_bump(GENERATION_WORK_GRANTS);
 	return PointerGetDatum(NULL);
 }

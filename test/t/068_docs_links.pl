@@ -114,6 +114,8 @@ my (@missing, $named);
 for my $f (@code)
 {
 	my $text = doc_slurp("$top/$f");
+	# roff writes a hyphen as \-
+	$text =~ s/\\-/-/g if $f =~ /\.1$/;
 	while ($text =~ m{(docs/[A-Za-z0-9_/.-]+\.md)(?:#([A-Za-z0-9_-]+))?}g)
 	{
 		my ($page, $anchor) = ($1, $2);
