@@ -41,10 +41,10 @@ endif
 # Suites, run by test/check.sh.  PGXS's REGRESS/ISOLATION variables are not
 # used: its check target refuses extensions, and the suites must run as an
 # unprivileged OS user against throwaway servers with the library preloaded.
-REGRESS_TESTS = install submit claim complete_fail manage budgets grants grant_session privileges bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts complete_and_claim
+REGRESS_TESTS = install submit claim complete_fail progress manage budgets grants grant_session privileges work_grants bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts complete_and_claim
 ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
 	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race complete_and_claim \
-	repeatable_read
+	repeatable_read work_grant
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config

@@ -53,12 +53,22 @@ SELECT status, last_error FROM schedq.task WHERE kind = 'slow';
 SELECT pg_temp.grew('task_timeouts') AS task_timeouts;
 
 -- Retention: finished tasks older than schedq.retention (7 days by
--- default) are deleted; younger ones and live ones stay.
+-- default) are deleted; younger ones and live ones stay.  Failed tasks
+-- (dead letters) are kept for schedq.failed_retention (30 days by
+-- default), each status by its own.
 SELECT schedq.submit('old');
 SELECT schedq.complete(token) FROM schedq.claim('w') WHERE kind = 'old';
+SELECT schedq.submit('dead', max_attempts => 1);
+SELECT schedq.fail(token, 'no such mailbox') FROM schedq.claim('w') WHERE kind = 'dead';
+SELECT schedq.submit('dropped');
+SELECT schedq.cancel(id) FROM schedq.task WHERE kind = 'dropped';
 SELECT schedq.submit('live', run_at => now() + interval '1 year');
 SELECT count(*) AS tasks FROM schedq.task;
 SELECT schedq._reap_once(now() + interval '6 days');
 SELECT count(*) AS tasks FROM schedq.task;
 SELECT schedq._reap_once(now() + interval '8 days');
+SELECT kind, status FROM schedq.task ORDER BY id;
+SELECT schedq._reap_once(now() + interval '29 days');
+SELECT kind, status FROM schedq.task ORDER BY id;
+SELECT schedq._reap_once(now() + interval '31 days');
 SELECT kind, status FROM schedq.task ORDER BY id;

@@ -66,7 +66,8 @@ static SchedqQuery q_progress =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET lease_expires_at = least(greatest(lease_expires_at,"
 				 "     now() + COALESCE($4, lease)), deadline),"
-				 "     progress = $5, progress_note = $6, progress_at = now()"
+				 "     progress = $5, progress_note = $6,"
+				 " progress_at = clock_timestamp()"
 				 " WHERE" ATTEMPT_IS_RUNNING " RETURNING lease_expires_at",
 				 INT8OID, INT4OID, INT8OID, INTERVALOID, FLOAT4OID, TEXTOID);
 static SchedqQuery q_complete =

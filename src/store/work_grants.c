@@ -46,9 +46,7 @@ static uint64 invalidations = 0;
 
 static SchedqQuery q_owners = SCHEDQ_QUERY(
 	"SELECT DISTINCT owner::oid FROM schedq.work_grant"
-	" WHERE CASE WHEN EXISTS (SELECT FROM pg_roles r WHERE r.oid = worker::oid)"
-	"       THEN pg_has_role($1, worker::oid, 'USAGE') END"
-	" ORDER BY 1",
+	" WHERE pg_has_role($1, worker::oid, 'USAGE') ORDER BY 1",
 	OIDOID);
 static SchedqQuery q_grant = SCHEDQ_QUERY(
 	"INSERT INTO schedq.work_grant (worker, owner, granted_by)"

@@ -81,11 +81,11 @@ q1(q{ALTER TABLE schedq.task DROP COLUMN must});
 #
 # (d) A known column of another type.
 #
-q1(q{ALTER TABLE schedq.task ALTER last_error TYPE varchar});
+q1(q{ALTER TABLE schedq.task ALTER dedup_key TYPE varchar});
 $before = $declined->();
-is(cycle('retyped'), "t\nt", '(d) last_error retyped: the calls work');
+is(cycle('retyped'), "t\nt", '(d) dedup_key retyped: the calls work');
 is($declined->(), $before + 3, '(d) through the statements (columns)');
-q1(q{ALTER TABLE schedq.task ALTER last_error TYPE text});
+q1(q{ALTER TABLE schedq.task ALTER dedup_key TYPE text});
 $before = $declined->();
 is(cycle('text-again'), "t\nt", '(d) its type back');
 is($declined->(), $before, '(d) the direct writes are back');

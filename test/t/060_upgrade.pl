@@ -76,6 +76,12 @@ $node->safe_psql('fresh', 'CREATE EXTENSION schedq');
 # The grants the fill gives role app, in the fresh database too: privileges
 # a DBA granted are part of the catalog compared.
 grant_app($node, $_) for ((map { dbname($_) } @from), 'fresh');
+# A worker set up as the 1.x documentation said: a member of the
+# submitting role.  The update records it as a work grant.
+$node->safe_psql('postgres', 'CREATE ROLE old_worker; GRANT app TO old_worker');
+$node->safe_psql($_, 'GRANT USAGE ON SCHEMA schedq TO old_worker;
+	GRANT EXECUTE ON FUNCTION schedq.claim, schedq.complete TO old_worker')
+  for ((map { dbname($_) } @from), 'fresh');
 is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'schedq'"),
 	$latest, "database fresh is a fresh $latest install");
 
@@ -88,7 +94,7 @@ sub dbname
 }
 
 # pg_dump --binary-upgrade dumps the extension's member objects too.
-# Normalised: OIDs, relfilenodes, frozen xids, sequence values (data,
+# Normalised: OIDs, relfilenodes, frozen xids and multixacts, sequence values (data,
 # compared by rows_of) and the \restrict key left out, the
 # extension's config arrays (OIDs, in the order the tables were marked)
 # replaced (catalog_of compares them by name), dropped columns (an update
@@ -121,6 +127,7 @@ sub schema_dump
 		next if $line =~ /binary_upgrade_set_next_/;
 		next if $line =~ /pg\.dropped\./;
 		$line =~ s/relfrozenxid = '\d+'/relfrozenxid = <xid>/;
+		$line =~ s/relminmxid = '\d+'/relminmxid = <mxid>/;
 		$line =~ s/^WHERE oid = '\d+';/WHERE oid = <oid>;/;
 		$line =~ s/(pg_catalog\.setval\('[^']*'), .*\);/$1, <value>);/;
 		$line =~
@@ -181,6 +188,10 @@ sub update_from
 	}),
 		"$latest\npending:true",
 		"ALTER EXTENSION UPDATE brings the database to $latest before the task is due");
+	is( $node->safe_psql($db,
+			q{SELECT string_agg(worker || ':' || owner, ',') FROM schedq.work_grant}),
+		'old_worker:app',
+		"the update from $from records the worker's membership as a work grant");
 
 	#
 	# (a) The catalog equals a fresh install's.
@@ -259,6 +270,21 @@ sub update_from
 
 update_from($_) for @from;
 
+# With the grant, the membership can go: the worker keeps working for app
+# and can no longer act as app.
+$node->safe_psql('postgres', 'REVOKE app FROM old_worker');
+for my $db (map { dbname($_) } @from)
+{
+	my $id = $node->safe_psql($db,
+		q{SET ROLE app; SELECT schedq.submit('after-revoke', queue => 'wg')});
+	my ($rc, $out, $err) = $node->psql($db, q{SET SESSION AUTHORIZATION old_worker;
+		SELECT id || ':' || schedq.complete(token) FROM schedq.claim('w', queues => '{wg}');
+		SET ROLE app;});
+	is($out, "$id:true",
+		"$db: the worker claims app's task by its work grant once the membership is revoked");
+	like($err, qr/permission denied to set role "app"/, "$db: and cannot act as app");
+}
+
 #
 # A database left at 1.0 works under this library.
 #
@@ -271,9 +297,14 @@ ok( defined poll_until(
 		$node, 'old', "SELECT status FROM schedq.task WHERE id = $old_id",
 		'available', 30),
 	'its scheduler promotes a due task');
+my $columns_declined = q{SELECT COALESCE(sum(value), 0) FROM schedq.metrics()
+	WHERE name = 'direct_declined_columns'};
+my $declined_before = $node->safe_psql('old', $columns_declined);
 is( $node->safe_psql(
 		'old', q{SELECT id || ':' || schedq.complete(token) FROM schedq.claim('w')}),
 	"$old_id:true", 'claim and complete work on the 1.0 catalog');
+is($node->safe_psql('old', $columns_declined), $declined_before,
+	'through the direct writes: a table without the later versions\' columns is theirs');
 is( log_matches(
 		qr/database "old" has schedq 1\.0, older than the library's $latest_re/,
 		$log_start, 30),

@@ -152,8 +152,10 @@ sub rows_of
 	for my $t (@TABLES)
 	{
 		my $cond = $where{$t} // 'true';
-		my $row = 'r::text';
-		$row = q{(to_jsonb(r) - '{parked,parked_on}'::text[])::text}
+		# NULLs left out: a column an update added (NULL in every row
+		# it found) does not make a row differ
+		my $row = 'jsonb_strip_nulls(to_jsonb(r))::text';
+		$row = q{jsonb_strip_nulls(to_jsonb(r) - '{parked,parked_on}'::text[])::text}
 		  if $t eq 'task' && $where{unparked};
 		$out .= "-- $t\n"
 		  . $node->safe_psql($db,
