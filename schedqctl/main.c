@@ -185,7 +185,7 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 	{
-		puts("schedqctl (schedq) 1.1");
+		puts("schedqctl (schedq) " SCHEDQ_VERSION);
 		return EXIT_OK;
 	}
 	c = find_command(argv[1]);

@@ -123,7 +123,7 @@ max_worker_processes = 16
 schedq.sql_workers = 0
 track_functions = 'all'
 });
-	readme_roles($node);
+	doc_roles($node);
 	my $as_app = sub {
 		return $node->safe_psql('postgres', $_[0],
 			extra_params => [ '-U', 'app' ]);

@@ -19,8 +19,8 @@ use Test::More;
 our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid);
 
 # A started node with schedq, and the roles of docs/security.md#roles:
-# app (submitter), worker (worker, member of app), ops (admin) and nobody
-# (CONNECT only).  Extra configuration lines may be given.
+# app (submitter), worker (a work grant of app), oncall (monitor), ops
+# (admin); and nobody (CONNECT only).  Extra configuration lines may be given.
 sub ctl_node
 {
 	my ($name, $conf) = @_;
@@ -30,17 +30,8 @@ schedq.sql_workers = 0
 schedq.reaper_interval = '200ms'
 } . ($conf // ''));
 
-	readme_roles($node);
-	$node->safe_psql(
-		'postgres', q{
-CREATE ROLE ops LOGIN BYPASSRLS;
-GRANT USAGE ON SCHEMA schedq TO ops;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO ops;
-GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA schedq TO ops;
-GRANT SELECT ON ALL TABLES IN SCHEMA schedq TO ops;
-REVOKE SELECT ON schedq.grant_key FROM ops;
-CREATE ROLE nobody LOGIN;
-});
+	doc_roles($node);
+	$node->safe_psql('postgres', 'CREATE ROLE nobody LOGIN');
 	return $node;
 }
 

@@ -14,8 +14,9 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use DocBlocks;
 
-our @EXPORT = qw(schedq_node readme_roles poll_until poll_value stays metric);
+our @EXPORT = qw(schedq_node doc_roles poll_until poll_value stays metric);
 
 # A new node $name with schedq in shared_preload_libraries.  Options:
 #   init      => { ... }  passed to $node->init (allows_streaming => 1)
@@ -43,30 +44,18 @@ sub schedq_node
 	return $node;
 }
 
-# The README's submitter and worker roles in database postgres (schedq
-# installed): app and worker, both LOGIN, with the README's grants; worker
-# is a member of app.
-sub readme_roles
+# The roles of docs/security.md#roles in database postgres (schedq
+# installed), made by the page's own recipe blocks (each a sql block that
+# opens with CREATE ROLE): app (submitter), worker (a work grant of app),
+# oncall (monitor) and ops (admin), all LOGIN.
+sub doc_roles
 {
 	my ($node) = @_;
-	$node->safe_psql(
-		'postgres', q{
-CREATE ROLE app LOGIN;
-GRANT USAGE ON SCHEMA schedq TO app;
-GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
-      schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
-      schedq.schedule, schedq.schedule_sql, schedq.unschedule,
-      schedq.next_runs TO app;
-GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
-      schedq.queue_stats TO app;
-CREATE ROLE worker LOGIN;
-GRANT USAGE ON SCHEMA schedq TO worker;
-GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
-      schedq.verify_grant TO worker;
-GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
-GRANT app TO worker;
-});
+	my $page = DocBlocks::doc_slurp(DocBlocks::doc_top() . '/docs/security.md');
+	my @recipes = grep { $_->{lang} eq 'sql' && $_->{body} =~ /\ACREATE ROLE \w+ LOGIN\b/ }
+	  DocBlocks::fenced_blocks($page);
+	die "docs/security.md: no role recipes" unless @recipes >= 4;
+	$node->safe_psql('postgres', $_->{body}) for @recipes;
 	return;
 }
 
