@@ -234,8 +234,9 @@ claim_params(const SchedqClaimRequest *r, Datum *values, char *nulls)
 	values[12] =
 		r->filter == CLAIM_SQL_TASKS ? schedq_sqlslots_busy_tasks() : (Datum) 0;
 	nulls[12] = r->filter == CLAIM_SQL_TASKS ? ' ' : 'n';
+	/* NULL: no grant (= ANY (NULL) admits no owner) */
 	values[13] = r->admin ? (Datum) 0 : schedq_work_grants_array(r->caller);
-	nulls[13] = r->admin ? 'n' : ' ';
+	nulls[13] = values[13] == (Datum) 0 ? 'n' : ' ';
 }
 
 /*

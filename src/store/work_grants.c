@@ -130,14 +130,18 @@ schedq_work_grants_owners(Oid caller, int *n)
 
 /*
  * The same owners as an oid[] in the current memory context, for a claim
- * statement's parameter.
+ * statement's parameter; (Datum) 0 when there are none.
  */
 Datum
 schedq_work_grants_array(Oid caller)
 {
 	int		   n;
 	const Oid *owners = schedq_work_grants_owners(caller, &n);
-	Datum	  *elems = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	  *elems;
+
+	if (n == 0)
+		return (Datum) 0;
+	elems = palloc(sizeof(Datum) * n);
 
 	for (int i = 0; i < n; i++)
 		elems[i] = ObjectIdGetDatum(owners[i]);
