@@ -17,6 +17,7 @@ ALTER TABLE setup ADD token text;
 UPDATE setup SET token = (SELECT token FROM schedq.claim('setup'));
 SELECT schedq.set_budget('b', 10);
 SELECT schedq.schedule('s', '@hourly', 'k');
+CREATE ROLE regress_hostile_worker;
 
 CREATE TEMP TABLE hostile_value (type regtype, class text, literal text);
 INSERT INTO hostile_value VALUES
@@ -65,7 +66,16 @@ INSERT INTO hostile_value VALUES
 	('timestamp with time zone', '-infinity', $$'-infinity'::timestamptz$$),
 	('timestamp with time zone', 'far future', $$'294276-12-31'::timestamptz$$),
 	('timestamp with time zone', 'far past', $$'4713-01-01 BC'::timestamptz$$),
-	('boolean', 'null', 'NULL');
+	('boolean', 'null', 'NULL'),
+	('real', 'null', 'NULL'),
+	('real', 'negative', '-1'),
+	('real', 'NaN', $$'NaN'::real$$),
+	('real', 'infinity', $$'Infinity'::real$$),
+	('real', 'huge', '1e30'),
+	('regrole', 'null', 'NULL'),
+	('regrole', 'no such role', $$4294967295::oid::regrole$$),
+	('regrole', 'the bootstrap superuser', $$10::oid::regrole$$),
+	('regrole', 'the caller', $$current_user::regrole$$);
 
 -- A valid value for every argument, by name, then by type.
 CREATE FUNCTION pg_temp.valid(fn text, arg text, type regtype) RETURNS text
@@ -87,6 +97,9 @@ SELECT CASE
 	WHEN arg = 'version' THEN 'NULL'
 	WHEN arg IN ('lease', 'extend', 'retry_in', 'timeout', 'period') THEN 'NULL'
 	WHEN arg IN ('lock_key', 'concurrency_key', 'dedup_key') THEN 'NULL'
+	WHEN arg = 'worker' AND type = 'regrole'::regtype THEN $q$'regress_hostile_worker'$q$
+	WHEN arg = 'owner' THEN 'NULL'
+	WHEN type = 'real'::regtype THEN '50'
 	WHEN type = 'text'::regtype THEN $q$'x'$q$
 	WHEN type = 'text[]'::regtype THEN $q$'{}'$q$
 	WHEN type = 'jsonb'::regtype THEN $q$'{}'$q$
@@ -139,3 +152,5 @@ SELECT status FROM schedq.task WHERE id = (SELECT held_id FROM setup);
 SELECT schedq.submit('after', run_at => now() - interval '1 second', lock_key => 'after') AS after_id \gset
 SELECT schedq._promote_once() >= 1 AS promoted;
 SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{default}') WHERE id = :after_id;
+
+DROP ROLE regress_hostile_worker;

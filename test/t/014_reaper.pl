@@ -163,22 +163,34 @@ is($node->safe_psql('postgres', "SELECT schedq.complete('$token')"),
 	't', 'and its worker completes it');
 
 #
-# Retention: with schedq.retention = 1s, finished tasks older than that
-# are deleted by the scheduler; live tasks are kept.
+# Retention: with schedq.retention = 1s, done, canceled and skipped
+# tasks older than that are deleted by the scheduler, failed ones once
+# schedq.failed_retention is 1s too; live tasks are kept.
 #
 my $live = $node->safe_psql('postgres',
 	"SELECT schedq.submit('live', queue => 'live', run_at => now() + interval '1 hour')");
 my $finished = $node->safe_psql('postgres',
 	"SELECT count(*) FROM schedq.task WHERE status IN ('done', 'failed', 'canceled', 'skipped')");
 cmp_ok($finished, '>=', 4, 'there are finished tasks');
+my $failed = $node->safe_psql('postgres',
+	"SELECT count(*) FROM schedq.task WHERE status = 'failed'");
+cmp_ok($failed, '>=', 1, 'some of them failed');
 $node->safe_psql('postgres', "ALTER SYSTEM SET schedq.retention = '1s'");
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 $took = poll_until(
 	$node, 'postgres',
-	"SELECT count(*) FROM schedq.task WHERE status IN ('done', 'failed', 'canceled', 'skipped')",
+	"SELECT count(*) FROM schedq.task WHERE status IN ('done', 'canceled', 'skipped')",
 	'0', 10);
 ok(defined $took, 'finished tasks older than schedq.retention are deleted');
 note sprintf('deleted after %.2f s', $took // -1);
+is($node->safe_psql('postgres', "SELECT count(*) FROM schedq.task WHERE status = 'failed'"),
+	$failed, 'failed ones are kept: schedq.failed_retention is theirs');
+$node->safe_psql('postgres', "ALTER SYSTEM SET schedq.failed_retention = '1s'");
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok( defined poll_until(
+		$node, 'postgres',
+		"SELECT count(*) FROM schedq.task WHERE status = 'failed'", '0', 10),
+	'failed tasks older than schedq.failed_retention are deleted');
 is($node->safe_psql('postgres', "SELECT status FROM schedq.task WHERE id = $live"),
 	'pending', 'a live task is kept');
 
