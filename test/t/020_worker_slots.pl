@@ -106,15 +106,16 @@ is($node->safe_psql('one', 'SELECT count(*) FROM public.ran'), '1',
 #
 # (c) Idle, it exits after schedq.sql_idle_timeout.
 #
+# (finished_at is its transaction's start; the command wrote the time it
+# ended into public.ran)
 $r = poll_value($node, 'one',
 	"SELECT (" . processes_of('one') . ") || '|'"
-	  . " || extract(epoch FROM clock_timestamp() - finished_at)"
-	  . " FROM schedq.task WHERE id = $sql",
+	  . " || extract(epoch FROM clock_timestamp() - at) FROM public.ran",
 	sub { $_[0] =~ /^1\|/ }, 15);
 ok($r, '(c) the idle executor exits: one process again');
 my $after = $r ? (split /\|/, $r->[1])[1] : 0;
 cmp_ok($after, '>=', 1, '(c) not before schedq.sql_idle_timeout (1 s) after its task');
-note sprintf('(c) gone %.2f s after its task finished', $after);
+note sprintf('(c) gone %.2f s after its task ended', $after);
 ok(defined poll_until($node, 'one', $status, 'one:idle:0/0', 10),
 	'(c) scheduler_status(): none started, none wanted');
 
