@@ -2,12 +2,14 @@
 #
 #   make            build
 #   make install    install into the server found by PG_CONFIG (and schedqctl
-#                   into its bindir)
+#                   into its bindir, its manual page into MANDIR: pg_config
+#                   --mandir by default; it says how to reach them)
 #   make check      build, install, run every suite on throwaway servers
 #   make check-matrix   what CI runs: the suites on PostgreSQL 15, 17 and 18
 #                   (servers built or fetched once, cached), then format,
 #                   clang-tidy and fuzz checks
-#   make demo       walk through schedq on a throwaway server
+#   make demo       install (saying where first), then walk through schedq and
+#                   schedqctl on a throwaway server
 #   make bench      run the benchmarks in test/bench
 #   make bench-examples   tasks per second through the example workers
 #   make dist       the PGXN release archive schedq-VERSION.zip (git archive
@@ -52,6 +54,28 @@ else
 PG_CONFIG ?= pg_config
 endif
 EXTRA_CLEAN = .build-for
+
+# PGXS has a check target of its own, which only says that "make check" is
+# not supported for extensions; schedq's check runs its suites instead.
+# Two recipes for one target make GNU make warn ("overriding recipe for
+# target 'check'"), so a make asked for check does not read PGXS, nor the
+# rest of this file: check builds and installs in a sub-make that does,
+# and every other goal named with it (make clean check) is handed to a
+# sub-make of its own, in the order given.
+ifneq ($(filter check,$(MAKECMDGOALS)),)
+.NOTPARALLEL:
+.PHONY: check $(filter-out check,$(MAKECMDGOALS))
+check:
+	$(MAKE) PG_CONFIG="$(PG_CONFIG)" WERROR=1 all install
+	@$(MAKE) --no-print-directory PG_CONFIG="$(PG_CONFIG)" examples-deps || \
+		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
+	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
+		bash test/check.sh
+
+$(filter-out check,$(MAKECMDGOALS)):
+	$(MAKE) PG_CONFIG="$(PG_CONFIG)" $@
+
+else # not check: the build, with PGXS
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -72,10 +96,11 @@ SCHEDQCTL_MAKE = $(MAKE) -C schedqctl PG_CONFIG="$(PG_CONFIG)" WERROR="$(WERROR)
 
 # NO_SCHEDQCTL=1 builds and installs the extension alone (a server whose
 # libpq headers are not installed, as test/matrix.sh's upgrade source).
-.PHONY: schedqctl-all schedqctl-install schedqctl-clean
+.PHONY: schedqctl-all schedqctl-install schedqctl-uninstall schedqctl-clean
 ifneq ($(NO_SCHEDQCTL),1)
 all: schedqctl-all
 install: schedqctl-install
+uninstall: schedqctl-uninstall
 endif
 clean: schedqctl-clean
 
@@ -85,17 +110,13 @@ schedqctl-all:
 schedqctl-install:
 	$(SCHEDQCTL_MAKE) install
 
+schedqctl-uninstall:
+	$(SCHEDQCTL_MAKE) uninstall
+
 schedqctl-clean:
 	$(SCHEDQCTL_MAKE) clean
 
-.PHONY: check demo bench bench-examples check-citus
-
-check:
-	$(MAKE) WERROR=1 all install
-	@$(MAKE) --no-print-directory examples-deps || \
-		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
-	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
-		bash test/check.sh
+.PHONY: demo bench bench-examples check-citus
 
 # What CI runs: every suite on every server of the version matrix
 # (test/pg-server.sh builds or fetches the servers, cached outside the
@@ -111,7 +132,15 @@ check-matrix:
 check-citus:
 	PG_CONFIG="$(PG_CONFIG)" bash test/citus/check.sh
 
-demo: all install
+# The demo's throwaway server loads the installed library: make demo
+# installs first, into the PostgreSQL of PG_CONFIG, and says so before.
+demo: all
+	@echo "make demo: installing schedq into the PostgreSQL of $(PG_CONFIG):"
+	@echo "    the library:        $(DESTDIR)$(pkglibdir)/schedq$(DLSUFFIX)"
+	@echo "    control, scripts:   $(DESTDIR)$(datadir)/extension/schedq.control, schedq--*.sql"
+	@echo "    schedqctl:          $(DESTDIR)$(bindir)/schedqctl (and its manual page)"
+	@echo "  (make uninstall removes them); then the tour runs on a throwaway server."
+	$(MAKE) --no-print-directory install
 	PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
 
 bench: all install
@@ -203,3 +232,5 @@ deb: dist-version
 		dpkg-buildpackage -us -uc -b); \
 	mv -f "$$tmp"/*.deb "$$out"/; \
 	ls "$$out"/*.deb
+
+endif # not check

@@ -96,6 +96,8 @@ COMMIT;
 SELECT schedq._promote_once();
 SELECT schedq.fail(token, 'broken', permanent => true) FROM schedq.claim('w', queues => '{k}');
 SELECT pg_temp.st(:r);
+-- each skipped task names the dependency that held it back
+SELECT kind, last_error FROM schedq.task WHERE run_id = :r AND status = 'skipped' ORDER BY id;
 SELECT pg_temp.step('k2'), pg_temp.st(:r);
 SELECT pg_temp.step('k2'), pg_temp.st(:r);
 -- a failure with attempts left is not "for good": nothing is skipped
@@ -154,3 +156,19 @@ SELECT pg_temp.err(format('SELECT schedq.submit(%L, depends_on => ARRAY[%s]::big
 SELECT pg_temp.err($$SELECT schedq.submit('x', run_id => 999999)$$);
 SELECT pg_temp.err($$SELECT schedq.submit('x', depends_on => '{999999}')$$);
 SELECT count(*) AS tasks_in_two FROM schedq.task WHERE run_id = :r2;
+
+-- A dependency canceled under 'continue': its dependents are skipped,
+-- naming it; one further down names the skipped task and the canceled
+-- one; a diamond's join names its direct dependency.
+BEGIN;
+SELECT schedq.create_run('cancel-continue', 'continue') AS r \gset
+SELECT schedq.submit('a', queue => 'cc', run_id => :r) AS a \gset
+SELECT schedq.submit('b', queue => 'cc', run_id => :r, depends_on => ARRAY[:a]::bigint[]) AS b \gset
+SELECT schedq.submit('c', queue => 'cc', run_id => :r, depends_on => ARRAY[:b]::bigint[]) AS c \gset
+SELECT schedq.submit('d', queue => 'cc', run_id => :r, depends_on => ARRAY[:a, :c]::bigint[]) AS d \gset
+COMMIT;
+SELECT schedq.cancel(:a);
+SELECT kind, status,
+       replace(replace(replace(last_error, :'a', 'A'), :'b', 'B'), :'c', 'C') AS last_error
+  FROM schedq.task WHERE run_id = :r ORDER BY id;
+

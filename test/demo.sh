@@ -5,9 +5,11 @@
 # psql script that walks through the life of tasks: submit, claim, heartbeat,
 # complete, fail and retry, permanent failure, manual retry, priorities,
 # budgets, paused queues, grant verification, a workflow, a periodic SQL
-# task and a rate-limited queue.  Each step prints a short
-# explanation, the SQL it runs and the result.  The server and its data
-# directory are removed at the end, whatever happens.
+# task and a rate-limited queue; then schedqctl: the roles of
+# docs/security.md#roles (all in one place, DEMO_ROLES), a task submitted
+# and run by `schedqctl worker`, and `schedqctl status`.  Each step prints
+# a short explanation, what it runs and the result.  The server and its
+# data directory are removed at the end, whatever happens.
 #
 #   make demo                       (builds and installs first)
 #   PG_CONFIG=... bash test/demo.sh (uses whatever schedq is installed)
@@ -500,6 +502,97 @@ SQL
 
 as_pg "$BINDIR/psql" -X -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d demo \
 	-f "$TMP/demo.sql"
+
+# ---------------------------------------------------------------------------
+# schedqctl, as the roles of docs/security.md#roles would use it.
+# ---------------------------------------------------------------------------
+
+# The roles, all in this one place: a submitter (app) and a worker
+# (worker), with the grants docs/security.md#roles gives them; the admin
+# here is the demo's superuser.  Keep in step with that page.
+DEMO_ROLES=$(cat <<'SQL'
+CREATE ROLE app LOGIN;
+GRANT USAGE ON SCHEMA schedq TO app;
+GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
+      schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
+      schedq.schedule, schedq.schedule_sql, schedq.unschedule,
+      schedq.next_runs TO app;
+GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
+      schedq.queue_stats TO app;
+CREATE ROLE worker LOGIN;
+GRANT USAGE ON SCHEMA schedq TO worker;
+GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
+      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
+      schedq.verify_grant TO worker;
+GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
+GRANT app TO worker;               -- work on app's tasks
+SQL
+)
+
+CTL=$BINDIR/schedqctl
+[[ -x $CTL ]] || die "$CTL not found: schedqctl is installed with schedq (make install)"
+conn() { echo "host=$TMP port=$PORT dbname=demo user=$1"; }
+WORKER_PID_FILE=$TMP/worker.pid
+stop_worker() {
+	if [[ -s $WORKER_PID_FILE ]]; then
+		kill -TERM "$(cat "$WORKER_PID_FILE")" 2>/dev/null || true
+		rm -f "$WORKER_PID_FILE"
+	fi
+}
+BENCH_CLEANUP_HOOK=stop_worker
+
+echo
+echo '== 18. schedqctl, with the roles of docs/security.md =='
+echo '   schedqctl is the command-line tool: it submits, runs any program as a'
+echo '   worker, and shows the queues.  Each command needs the privileges of'
+echo '   one role of docs/security.md#roles: here a submitter, app, and a'
+echo '   worker, worker, made as that page says:'
+echo
+sed 's/^/     /' <<<"$DEMO_ROLES"
+as_pg "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$TMP" -p "$PORT" -U postgres -d demo \
+	-c "$DEMO_ROLES" >/dev/null
+echo
+echo '   app submits a task; worker runs a program for each task it claims.  The'
+echo '   program reads the payload on its standard input, and what it prints (one'
+echo '   JSON value) becomes the result:'
+echo
+cat >"$TMP/thumbnail.sh" <<'PROGRAM'
+#!/bin/sh
+# the payload is on standard input; what this prints is the task's result
+payload=$(cat)
+echo '{"thumbnail": "cat-small.png"}'
+PROGRAM
+chmod 755 "$TMP/thumbnail.sh"
+sed 's/^/     /' "$TMP/thumbnail.sh"
+echo
+echo '   The worker waits for tasks without polling; here it is stopped (SIGTERM)'
+echo '   once the task is done, and logs one line per task:'
+echo
+printf '   $ %s\n' "schedqctl submit thumbnail --queue=images --payload='{\"image\": \"cat.png\"}' -d '$(conn app)'"
+task_id=$(as_pg "$CTL" submit thumbnail --queue=images --payload='{"image": "cat.png"}' -d "$(conn app)")
+echo "     $task_id"
+printf '   $ %s\n' "schedqctl worker --queue=images --name=demo-worker -d '$(conn worker)' -- thumbnail.sh"
+as_pg sh -c 'echo $$ >"$1"; exec "$2" worker --queue=images --name=demo-worker -d "$3" -- "$4"' \
+	sh "$WORKER_PID_FILE" "$CTL" "$(conn worker)" "$TMP/thumbnail.sh" 2>&1 | sed 's/^/     /' &
+for _ in $(seq 1 150); do
+	status=$(as_pg "$BINDIR/psql" -X -At -h "$TMP" -p "$PORT" -U postgres -d demo \
+		-c "SELECT status FROM schedq.task WHERE id = $task_id")
+	[[ $status == done ]] && break
+	sleep 0.1
+done
+stop_worker
+wait
+[[ $status == done ]] || die "the worker did not complete task $task_id within 15 s"
+echo
+query="SELECT id, kind, status, claimed_by, result FROM schedq.task WHERE id = $task_id"
+printf '   $ psql -c "%s"\n' "$query"
+as_pg "$BINDIR/psql" -X -h "$TMP" -p "$PORT" -U postgres -d demo -c "$query" 2>&1 |
+	sed 's/^/     /' 
+echo '   The queues, the workers, the scheduler and the latest failures, as an'
+echo '   admin sees them (schedqctl top shows the same, live):'
+echo
+printf '   $ %s\n' "schedqctl status --failures=3 -d '$(conn postgres)'"
+as_pg "$CTL" status --failures=3 -d "$(conn postgres)" 2>&1 | sed 's/^/     /' 
 
 echo
 echo "Demo finished; stopping the server and removing $TMP."

@@ -9,6 +9,7 @@
 #include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -92,8 +93,13 @@ schedq_scheduler_status(PG_FUNCTION_ARGS)
 		bool  nulls[6] = { false, false, false, false, false, false };
 		char *datname;
 
+		/*
+		 * A database waiting for a slot is shown when it has schedq (not
+		 * one the launcher only wants to look into), or is this one.
+		 */
 		if (copy[i].dboid == InvalidOid ||
-			(copy[i].pid == 0 && !copy[i].no_worker_slot))
+			(copy[i].pid == 0 && !schedq_databases_is_waiting(&copy[i]) &&
+			 !(copy[i].no_worker_slot && copy[i].dboid == MyDatabaseId)))
 			continue;
 		datname = get_database_name(copy[i].dboid);
 		if (datname == NULL)

@@ -17,7 +17,8 @@
  *		instead, as CREATE EXTENSION does); MyBackendId became
  *		MyProcNumber (0-based); the local transaction id moved into
  *		PGPROC.vxid; getIdentitySequence takes the relation; custom wait
- *		events
+ *		events; pgstat_fetch_stat_local_beentry became
+ *		pgstat_get_local_beentry_by_index
  *	18	RelationGetPrimaryKeyIndex takes deferrable_ok; index_beginscan
  *		takes instrumentation; pg_noreturn replaces pg_attribute_noreturn()
  *-------------------------------------------------------------------------
@@ -81,6 +82,17 @@
 #else
 #include "storage/backendid.h"
 #define SCHEDQ_MY_PROC_INDEX ((int) MyBackendId - 1)
+#endif
+
+/*
+ * The status of the idx-th backend (from 1) of this transaction's
+ * snapshot of pg_stat_activity; pgstat_fetch_stat_numbackends() is how
+ * many there are.  Renamed in 17.
+ */
+#if PG17_GE
+#define schedq_backend_status(idx) pgstat_get_local_beentry_by_index(idx)
+#else
+#define schedq_backend_status(idx) pgstat_fetch_stat_local_beentry(idx)
 #endif
 
 /* The identity sequence of a column. */

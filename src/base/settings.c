@@ -19,6 +19,7 @@ int	 schedq_promote_interval_ms = 1000;
 int	 schedq_reaper_interval_ms = 1000;
 int	 schedq_default_lease_s = 30;
 int	 schedq_sql_workers = 2;
+int	 schedq_sql_idle_timeout_ms = 60 * 1000;
 int	 schedq_retention_s = 7 * 24 * 3600;
 int	 schedq_failed_retention_s = 30 * 24 * 3600;
 int	 schedq_max_payload_bytes = 1024 * 1024;
@@ -51,10 +52,17 @@ schedq_settings_define(void)
 							"Lease given by a claim that names none.", NULL,
 							&schedq_default_lease_s, 30, 1, INT_MAX / 1000,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("schedq.sql_workers",
-							"Built-in SQL executors per database.", NULL,
-							&schedq_sql_workers, 2, 0, 64, PGC_SIGHUP, 0, NULL,
-							NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.sql_workers", "Most built-in SQL executors per database.",
+		"They are started when SQL tasks are ready to run and exit after "
+		"schedq.sql_idle_timeout without one.",
+		&schedq_sql_workers, 2, 0, 64, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"schedq.sql_idle_timeout",
+		"How long a SQL executor waits without a SQL task before it exits.",
+		"-1 keeps it until the server stops.", &schedq_sql_idle_timeout_ms,
+		60 * 1000, -1, 24 * 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
 	DefineCustomIntVariable(
 		"schedq.retention",
 		"How long done, canceled and skipped tasks are kept; -1 keeps them forever.",

@@ -12,6 +12,7 @@ extern int	schedq_promote_interval_ms;
 extern int	schedq_reaper_interval_ms;
 extern int	schedq_default_lease_s;
 extern int	schedq_sql_workers;
+extern int	schedq_sql_idle_timeout_ms;
 extern int	schedq_retention_s;
 extern int	schedq_failed_retention_s;
 extern int	schedq_max_payload_bytes;

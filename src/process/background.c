@@ -17,16 +17,23 @@
 #include <limits.h>
 
 #include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/lwlock.h"
+#include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "base/compat.h"
 #include "base/settings.h"
 #include "process/background.h"
+#include "shared/databases.h"
+#include "shared/shm.h"
 
 /*
  * Fill in a schedq background process that connects to database dboid
@@ -57,15 +64,109 @@ schedq_background_fill(BackgroundWorker *worker, const char *function,
 
 /*
  * The hint of a message that a schedq background process could not be
- * started for
- * want of a background worker slot; for use inside ereport().
+ * started for want of a background worker slot; for use inside ereport().
  */
 int
 schedq_background_slots_errhint(void)
 {
 	return errhint(
-		"Raise max_worker_processes (now %d): schedq needs a background worker for its launcher, and for each database with schedq one for its scheduler and schedq.sql_workers (now %d) for its SQL executors.",
+		"Raise max_worker_processes (now %d; a restart is needed): schedq takes a background worker for its launcher, one for the scheduler of each database with schedq, and one for each SQL task running at once, at most schedq.sql_workers (now %d) per database. See docs/operations.md#sizing-max_worker_processes.",
 		max_worker_processes, schedq_sql_workers);
+}
+
+/*
+ * Say, at CREATE EXTENSION schedq, when this database will get no
+ * scheduler, or its SQL tasks no executor, for want of background worker
+ * slots: a WARNING naming the sizing rule (it goes to the server log
+ * too).  The slots taken are counted from the background workers running
+ * now that keep theirs (schedq's launcher and schedulers, other
+ * extensions' workers, the logical replication launcher) and the
+ * databases already waiting for one; parallel workers and SQL executors
+ * come and go, and SQL executors give way to a waiting scheduler
+ * (process/sqlexec.c), so they are not counted.  The launcher holds a
+ * slot from the server's start, running or not.
+ */
+void
+schedq_background_warn_no_room(void)
+{
+	int			   nbackends;
+	int			   schedulers = 0;
+	int			   others = 0;
+	int			   waiting;
+	int			   taken;
+	int			   left;
+	StringInfoData held;
+
+	if (IsBinaryUpgrade)
+		return;
+	nbackends = pgstat_fetch_stat_numbackends();
+	for (int i = 1; i <= nbackends; i++)
+	{
+		LocalPgBackendStatus *local = schedq_backend_status(i);
+		PgBackendStatus		 *be;
+		const char			 *type;
+
+		if (local == NULL)
+			continue;
+		be = &local->backendStatus;
+		if (be->st_backendType != B_BG_WORKER)
+			continue;
+		type = GetBackgroundWorkerTypeByPid(be->st_procpid);
+		if (type == NULL || strcmp(type, "parallel worker") == 0 ||
+			strcmp(type, "schedq sql executor") == 0 ||
+			strcmp(type, "schedq launcher") == 0)
+			continue;
+		if (strcmp(type, "schedq scheduler") != 0)
+			others++;
+		else if (be->st_databaseid != MyDatabaseId)
+			schedulers++;
+
+		/*
+		 * This database's own scheduler, if one runs, holds the slot it
+		 * needs; it may also be the launcher's look into a new database,
+		 * which leaves when it finds no schedq yet, and then this
+		 * database's scheduler needs a slot as any other.  Either way
+		 * it is not counted among the slots taken.
+		 */
+	}
+	LWLockAcquire(schedq_shm->lock, LW_SHARED);
+	waiting = schedq_databases_waiting(MyDatabaseId);
+	LWLockRelease(schedq_shm->lock);
+
+	taken = 1 + schedulers + others + waiting;
+	left = max_worker_processes - taken;
+	if (left >= 2 || (left == 1 && schedq_sql_workers == 0))
+		return;
+	initStringInfo(&held);
+	appendStringInfo(&held, "1 by the schedq launcher");
+	if (schedulers > 0)
+		appendStringInfo(&held,
+						 ", %d by the schedq schedulers of other databases",
+						 schedulers);
+	if (others > 0)
+		appendStringInfo(&held, ", %d by other background workers", others);
+	if (waiting > 0)
+		appendStringInfo(&held,
+						 ", %d for databases with schedq waiting for one",
+						 waiting);
+	ereport(
+		WARNING, errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+		left < 1 ?
+			errmsg(
+				"database \"%s\" gets no schedq scheduler: every background worker slot is taken",
+				get_database_name(MyDatabaseId)) :
+			errmsg(
+				"database \"%s\" gets its schedq scheduler, but no background worker slot is left for SQL executors",
+				get_database_name(MyDatabaseId)),
+		errdetail(
+			"max_worker_processes is %d, and %d are held: %s. %s",
+			max_worker_processes, taken, held.data,
+			left < 1 ?
+				"Until a slot is free, tasks here that wait for their time, a dependency or a key stay pending, SQL tasks do not run, and schedq.scheduler_status() shows this database as 'no worker slot'." :
+				"No SQL task runs, in this database or another, until a slot is free."),
+		errhint(
+			"Set max_worker_processes to at least %d and restart the server: schedq takes a background worker for its launcher, one for the scheduler of each database with schedq, and one for each SQL task running at once, at most schedq.sql_workers (now %d) per database. See docs/operations.md#sizing-max_worker_processes.",
+			taken + 1 + schedq_sql_workers, schedq_sql_workers));
 }
 
 /*

@@ -24,6 +24,7 @@ extern void schedq_background_settings(void);
 extern void schedq_background_tick_begin(const char *activity);
 extern void schedq_background_tick_commit(void);
 extern int	schedq_background_slots_errhint(void);
+extern void schedq_background_warn_no_room(void);
 
 /*
  * The pace of a background process's loop: how long it sleeps after an

@@ -5,7 +5,8 @@
  *
  *	- CREATE EXTENSION schedq: after commit, ask the launcher to start a
  *	  scheduler in this database (it is not watching databases without
- *	  schedq).
+ *	  schedq); and say at once, with a WARNING, when no background worker
+ *	  slot is left for it (process/background.c).
  *	- DROP EXTENSION schedq: after commit, wake this database's scheduler,
  *	  which finds the extension gone and exits for good.
  *	- DROP DATABASE (with or without FORCE), ALTER DATABASE ... RENAME TO,
@@ -61,6 +62,7 @@
 #include "shared/databases.h"
 #include "shared/shm.h"
 #include "process/hooks.h"
+#include "process/background.h"
 #include "shared/wake.h"
 
 /* How long DROP DATABASE waits for the scheduler to leave. */
@@ -377,6 +379,7 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 {
 	Node *parsetree = pstmt->utilityStmt;
 	Oid	  exclusive_db = InvalidOid;
+	bool  creates_schedq = false;
 
 	if (schedq_shm != NULL)
 	{
@@ -389,6 +392,7 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedq") == 0)
 		{
 			schedq_launcher_probe_at_commit();
+			creates_schedq = true;
 		}
 		if (IsA(parsetree, DropStmt) &&
 			((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
@@ -404,6 +408,9 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		else
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 									params, queryEnv, dest, qc);
+		/* say now if this database will get no scheduler */
+		if (creates_schedq)
+			schedq_background_warn_no_room();
 	}
 	PG_FINALLY();
 	{

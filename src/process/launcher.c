@@ -82,6 +82,7 @@ typedef struct LauncherDb
 	bool					seen;	 /* still in pg_database at the last scan */
 	NameData				datname; /* as of the last scan */
 	bool					no_slot; /* the last start found no worker slot */
+	bool has_schedq; /* its slot said so (kept when the slot is freed) */
 } LauncherDb;
 
 static HTAB *launcher_dbs = NULL;
@@ -110,7 +111,10 @@ launcher_set_no_slot(LauncherDb *db, bool no_slot)
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	slot = schedq_databases_slot(db->dboid, no_slot);
 	if (slot != NULL)
+	{
 		slot->no_worker_slot = no_slot;
+		slot->has_schedq |= db->has_schedq;
+	}
 	LWLockRelease(schedq_shm->lock);
 }
 
@@ -222,6 +226,7 @@ launcher_scan_databases(void)
 			db->handle = NULL;
 			db->stopped_at = 0;
 			db->no_slot = false;
+			db->has_schedq = false;
 		}
 		db->seen = true;
 		db->datname = form->datname;
@@ -298,6 +303,7 @@ launcher_reconcile(bool *started)
 		slot = schedq_databases_slot(db->dboid, false);
 		if (slot != NULL)
 		{
+			db->has_schedq = slot->has_schedq;
 			if (slot->absent)
 			{
 				db->state = LDB_ABSENT;
@@ -429,7 +435,10 @@ launcher_probe_commit(void)
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	db = schedq_databases_slot(MyDatabaseId, true);
 	if (db != NULL)
+	{
 		db->probe = true;
+		db->has_schedq = true;
+	}
 	if (schedq_shm->launcher_latch != NULL)
 		SetLatch(schedq_shm->launcher_latch);
 	LWLockRelease(schedq_shm->lock);

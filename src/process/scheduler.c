@@ -13,9 +13,12 @@
  * the next periodic tick, the next reaper pass, schedq.promote_interval
  * (the fallback).  Commits that create work set the latch (shared/wake.c), so a
  * submit is promoted at once and a task due in a second is promoted
- * within milliseconds of its run_at.  Between iterations it keeps the
- * database's SQL executors at strength (process/sqlexec.c), and says so when it
- * cannot for want of background worker slots.
+ * within milliseconds of its run_at.  Each iteration also counts the SQL
+ * tasks ready to run; between iterations it starts an executor for each
+ * one no idle executor will take (process/sqlexec.c), and says so when it
+ * cannot for want of background worker slots.  A SQL task made available
+ * while no executor waits sets its latch (shared/wake.c), and so does an
+ * executor's exit (the postmaster tells the process that started it).
  *
  * Nothing another session does can stop it:
  *	- each pass runs in a subtransaction of its own.  One that fails (a
@@ -76,6 +79,7 @@
 #include "shared/databases.h"
 #include "shared/shm.h"
 #include "store/task.h"
+#include "store/task_claim.h"
 #include "base/version.h"
 #include "process/background.h"
 #include "shared/locks.h"
@@ -94,6 +98,7 @@ typedef struct SchedulerTick
 	bool		more;		  /* a batch was full: go again at once */
 	int			done;		  /* ticks fired, tasks promoted, attempts reaped */
 	bool		promote_busy; /* another session holds the promotion lock */
+	int			sql_ready;	  /* SQL tasks the executors could claim now */
 } SchedulerTick;
 
 /* One pass of an iteration, run in a subtransaction of its own. */
@@ -185,6 +190,7 @@ scheduler_not_installed(void)
 {
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	scheduler_slot->absent = true;
+	scheduler_slot->has_schedq = false;
 	LWLockRelease(schedq_shm->lock);
 	ereport(
 		LOG,
@@ -222,11 +228,13 @@ scheduler_distributed(void)
 	if (!schedq_task_distributed())
 		return false;
 	if (!scheduler_said_distributed)
-		ereport(LOG,
-				errmsg("schedq scheduler: schedq.task is distributed by Citus; "
-					   "the scheduler's passes stay off in database \"%s\"",
-					   scheduler_dbname),
-				errhint("See docs/scale-out.md#the-limits-of-a-distributed-schedq."));
+		ereport(
+			LOG,
+			errmsg("schedq scheduler: schedq.task is distributed by Citus; "
+				   "the scheduler's passes stay off in database \"%s\"",
+				   scheduler_dbname),
+			errhint(
+				"See docs/scale-out.md#the-limits-of-a-distributed-schedq."));
 	scheduler_said_distributed = true;
 	return true;
 }
@@ -265,6 +273,13 @@ step_reap(SchedulerTick *tick)
 	tick->done += schedq_reaper_pass(tick->now, &tick->more);
 }
 
+/* How many SQL tasks wait for an executor, up to the most there may be. */
+static void
+step_sql_ready(SchedulerTick *tick)
+{
+	tick->sql_ready = schedq_task_claim_sql_ready(schedq_sql_workers);
+}
+
 static void
 step_next_due(SchedulerTick *tick)
 {
@@ -283,6 +298,8 @@ static SchedulerPass pass_promote = { "the promotion pass (due tasks)",
 									  step_promote };
 static SchedulerPass pass_reap = { "the reaper pass", step_reap };
 static SchedulerPass pass_next = { "finding the next due time", step_next_due };
+static SchedulerPass pass_sql = { "counting the SQL tasks ready to run",
+								  step_sql_ready };
 
 /*
  * Run a pass in a subtransaction, unless it is backing off after a
@@ -373,6 +390,8 @@ scheduler_iterate(SchedulerTick *tick)
 	}
 	tick->wake = Min(tick->wake, scheduler_next_reap);
 	(void) scheduler_try(&pass_next, tick);
+	if (schedq_sql_workers > 0)
+		(void) scheduler_try(&pass_sql, tick);
 	schedq_background_tick_commit();
 	if (unparked)
 		scheduler_unpark_needed = false;
@@ -409,15 +428,16 @@ scheduler_recover(MemoryContext cxt)
 }
 
 /*
- * Keep the SQL executors at strength, publish how many run, and say so,
- * once, when some cannot start for want of a background worker slot.
+ * Start the SQL executors the ready SQL tasks need, publish how many run
+ * and how many are wanted, and say so, once, when some cannot start for
+ * want of a background worker slot.
  */
 static void
-scheduler_keep_executors(void)
+scheduler_keep_executors(int sql_ready)
 {
 	int	 wanted;
 	bool no_slot;
-	int	 started = schedq_sqlexec_keep(&wanted, &no_slot);
+	int	 started = schedq_sqlexec_keep(sql_ready, &wanted, &no_slot);
 
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	scheduler_slot->sql_workers = started;
@@ -438,10 +458,10 @@ scheduler_keep_executors(void)
 	}
 	else if (scheduler_executors_short && started >= wanted)
 	{
-		ereport(
-			LOG,
-			errmsg("all %d schedq SQL executors of database \"%s\" are running",
-				   wanted, scheduler_dbname));
+		ereport(LOG,
+				errmsg("the schedq SQL executors database \"%s\" wants are "
+					   "running (%d)",
+					   scheduler_dbname, started));
 		scheduler_executors_short = false;
 	}
 }
@@ -505,6 +525,7 @@ schedq_scheduler_main(Datum main_arg)
 	/* a CREATE EXTENSION's request to start one is answered */
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	scheduler_slot->probe = false;
+	scheduler_slot->has_schedq = true;
 	LWLockRelease(schedq_shm->lock);
 	{
 		/* if this fails, the iterations try again */
@@ -547,7 +568,7 @@ schedq_scheduler_main(Datum main_arg)
 			scheduler_set_state(SCHEDULER_DISABLED);
 		MemoryContextSwitchTo(loop_cxt);
 		MemoryContextReset(loop_cxt);
-		scheduler_keep_executors();
+		scheduler_keep_executors(tick.sql_ready);
 
 		/* at once only after progress: a full batch was processed */
 		timeout_ms =

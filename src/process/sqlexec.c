@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  * process/sqlexec.c
- *	  The built-in SQL executors: a pool of schedq.sql_workers background
- *	  workers per database, started and kept at strength by that
- *	  database's scheduler (schedq_sqlexec_keep), running the tasks of
- *	  submit_sql and schedule_sql.
+ *	  The built-in SQL executors: up to schedq.sql_workers background
+ *	  workers per database, started by that database's scheduler when SQL
+ *	  tasks are ready to run (schedq_sqlexec_keep), running the tasks of
+ *	  submit_sql and schedule_sql, and leaving after
+ *	  schedq.sql_idle_timeout without one: a database without SQL tasks
+ *	  costs no executor.
  *
  * An executor claims through the same schedq.claim as any worker, with
  * the capability 'sql' that only it presents.  Each task runs in its own
@@ -15,7 +17,8 @@
  * timeout arms the statement timeout timer, which the command cannot
  * lift.  The command and complete() commit
  * together; on error the transaction rolls back and fail() records the
- * error, retrying per the task's policy.  An owner that was dropped or
+ * error, retrying per the task's policy -- or for good at once, for the
+ * errors no retry can cure (executor_error_is_final).  An owner that was dropped or
  * lost LOGIN fails the task for good.
  *
  * The executor publishes the attempt it runs in its slot in shared memory
@@ -80,26 +83,40 @@ static char *executor_lock_timeout = NULL;
 /* Most SQL executors per database. */
 #define EXECUTORS_PER_DATABASE 64
 
-/* In a scheduler: the executors it keeps running. */
+/* In a scheduler: the executors it started, and when each started or stopped. */
 static BackgroundWorkerHandle *pool_handles[EXECUTORS_PER_DATABASE];
+static TimestampTz			   pool_started_at[EXECUTORS_PER_DATABASE];
 static TimestampTz			   pool_stopped_at[EXECUTORS_PER_DATABASE];
 
 /*
- * Keep schedq.sql_workers executors running for this scheduler's
- * database: start missing ones (one second after one stopped), stop extra
- * ones after a reload lowered it.  Called by the scheduler.  Returns how
- * many are started (or starting); *wanted is how many there should be,
- * and *no_slot is set when one could not be started because no background
- * worker slot was free (max_worker_processes), for the scheduler to say.
+ * Start the executors this scheduler's database needs now: one for each
+ * SQL task ready to run (`ready`, counted by the scheduler) that no idle
+ * executor will take, up to schedq.sql_workers in all; an idle one exits
+ * by itself after schedq.sql_idle_timeout.  Extra ones after a reload
+ * lowered schedq.sql_workers are stopped.  None is started while a
+ * database waits for a slot for its scheduler: schedulers come first
+ * (and executors leave after their task then, schedq_sqlexec_main).
+ *
+ * A slot whose executor stopped within a second of its start waits a
+ * second before it is used again, so an executor that cannot start (a
+ * crash at start) is not started again and again.
+ *
+ * Returns how many are started (or starting); *wanted is how many there
+ * should be now (those running a task and the ready tasks, at most
+ * schedq.sql_workers), and *no_slot is set when one could not be started
+ * because no background worker slot was free (max_worker_processes), for
+ * the scheduler to say.
  */
 int
-schedq_sqlexec_keep(int *wanted, bool *no_slot)
+schedq_sqlexec_keep(int ready, int *wanted, bool *no_slot)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int			want = Min(schedq_sql_workers, EXECUTORS_PER_DATABASE);
+	int			max = Min(schedq_sql_workers, EXECUTORS_PER_DATABASE);
+	int			busy = schedq_sqlslots_busy(MyDatabaseId);
 	int			started = 0;
+	int			to_start;
+	bool		waiting;
 
-	*wanted = want;
 	*no_slot = false;
 
 	for (int i = 0; i < EXECUTORS_PER_DATABASE; i++)
@@ -113,31 +130,51 @@ schedq_sqlexec_keep(int *wanted, bool *no_slot)
 			pool_handles[i] = NULL;
 			pool_stopped_at[i] = now;
 		}
-		if (i >= want && pool_handles[i] != NULL)
+		if (i >= max && pool_handles[i] != NULL)
 			TerminateBackgroundWorker(pool_handles[i]);
-		if (i < want && pool_handles[i] == NULL &&
-			now >= pool_stopped_at[i] + USECS_PER_SEC)
-		{
-			BackgroundWorker worker;
-			MemoryContext	 old = MemoryContextSwitchTo(TopMemoryContext);
-
-			schedq_background_fill(&worker, "schedq_sqlexec_main",
-								   "schedq sql executor", MyDatabaseId);
-			snprintf(worker.bgw_name, BGW_MAXLEN,
-					 "schedq sql executor %d for database %u", i + 1,
-					 MyDatabaseId);
-			/* an executor leaves when the scheduler that started it is gone */
-			memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
-			if (!RegisterDynamicBackgroundWorker(&worker, &pool_handles[i]))
-			{
-				pool_handles[i] = NULL;
-				pool_stopped_at[i] = now;
-				*no_slot = true;
-			}
-			MemoryContextSwitchTo(old);
-		}
-		if (i < want && pool_handles[i] != NULL)
+		if (i < max && pool_handles[i] != NULL)
 			started++;
+	}
+	*wanted = Min(max, busy + ready);
+
+	/* the idle ones (started, not running a task) take ready tasks first */
+	to_start = Min(max - started, ready - Max(started - busy, 0));
+	LWLockAcquire(schedq_shm->lock, LW_SHARED);
+	waiting = schedq_databases_waiting(InvalidOid) > 0;
+	LWLockRelease(schedq_shm->lock);
+	if (waiting && to_start > 0)
+	{
+		*no_slot = true;
+		to_start = 0;
+	}
+
+	for (int i = 0; i < max && to_start > 0; i++)
+	{
+		BackgroundWorker worker;
+		MemoryContext	 old;
+
+		if (pool_handles[i] != NULL ||
+			(pool_stopped_at[i] < pool_started_at[i] + USECS_PER_SEC &&
+			 now < pool_stopped_at[i] + USECS_PER_SEC))
+			continue;
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		schedq_background_fill(&worker, "schedq_sqlexec_main",
+							   "schedq sql executor", MyDatabaseId);
+		snprintf(worker.bgw_name, BGW_MAXLEN,
+				 "schedq sql executor %d for database %u", i + 1, MyDatabaseId);
+		/* an executor leaves when the scheduler that started it is gone */
+		memcpy(worker.bgw_extra, &MyProcPid, sizeof(pid_t));
+		if (!RegisterDynamicBackgroundWorker(&worker, &pool_handles[i]))
+		{
+			pool_handles[i] = NULL;
+			*no_slot = true;
+			MemoryContextSwitchTo(old);
+			break;
+		}
+		MemoryContextSwitchTo(old);
+		pool_started_at[i] = now;
+		started++;
+		to_start--;
 	}
 	return started;
 }
@@ -269,7 +306,39 @@ executor_timed_out(ExecutorTask *task)
 }
 
 /*
- * Record that an attempt failed with `error`.  The message is cut to what
+ * Is an error of a command one that no retry can cure?  Errors of these
+ * SQLSTATE classes depend on the command and the schema, not on the
+ * moment, so the task fails for good at once instead of running its
+ * remaining attempts into the same error (docs/guide/sql-tasks.md):
+ *
+ *	0A feature not supported        25 invalid transaction state
+ *	22 data exception               26 invalid SQL statement name
+ *	2B dependent objects exist      34 invalid cursor name
+ *	3D invalid catalog name         3F invalid schema name
+ *	42 syntax error or access rule violation
+ *
+ * Every other class is retried per the task's policy: among them 40
+ * (serialization failure, deadlock), 53 (insufficient resources), 55
+ * (object in use, lock not available), 57 (canceled, shut down), 08
+ * (connection), 23 (a conflicting row may be gone), P0 (the command's own
+ * RAISE, which may mean "not yet") and XX.
+ */
+static bool
+executor_error_is_final(int sqlerrcode)
+{
+	static const char *const final_classes[] = { "0A", "22", "25", "26", "2B",
+												 "34", "3D", "3F", "42" };
+	const char				*state = unpack_sql_state(sqlerrcode);
+
+	for (int i = 0; i < (int) lengthof(final_classes); i++)
+		if (strncmp(state, final_classes[i], 2) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Record that an attempt failed with `error`, for good when `final`.  The
+ * message is cut to what
  * fail() takes (PostgreSQL quotes a bad value whole in some messages).  If
  * even that cannot be recorded (the task's row locked by someone past
  * lock_timeout, say), say so and go on: once this executor no longer
@@ -277,7 +346,7 @@ executor_timed_out(ExecutorTask *task)
  * An executor never dies of one task's failure.
  */
 static void
-executor_record_error(ExecutorTask *task, const char *error)
+executor_record_error(ExecutorTask *task, const char *error, bool final)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	int			  len = strlen(error);
@@ -288,7 +357,7 @@ executor_record_error(ExecutorTask *task, const char *error)
 	PG_TRY();
 	{
 		schedq_background_tick_begin("schedq sql executor: recording an error");
-		(void) executor_report(task, error, false, 0);
+		(void) executor_report(task, error, final, 0);
 		schedq_background_tick_commit();
 	}
 	PG_CATCH();
@@ -334,6 +403,7 @@ executor_run(ExecutorTask *task)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char		 *error = NULL;
+	bool		  final = false;
 	int64		  rows = 0;
 	char		 *problem;
 
@@ -408,6 +478,7 @@ executor_run(ExecutorTask *task)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		AbortCurrentTransaction();
 		error = edata->message;
+		final = executor_error_is_final(edata->sqlerrcode);
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 			executor_timed_out(task))
 			error = "timeout";
@@ -415,7 +486,7 @@ executor_run(ExecutorTask *task)
 	PG_END_TRY();
 
 	if (error != NULL)
-		executor_record_error(task, error);
+		executor_record_error(task, error, final);
 	/*
 	 * Session-level advisory locks the command took go with its task: the
 	 * next task in this executor, of whatever role, must not inherit them.
@@ -438,6 +509,8 @@ schedq_sqlexec_main(Datum main_arg)
 	ArrayType	 *caps;
 	Datum		  sql = CStringGetTextDatum(TASK_SQL);
 	MemoryContext loop_cxt;
+	TimestampTz	  last_task; /* when it last ran a task, or started */
+	bool		  ran_task = false;
 
 	memcpy(&scheduler_pid, MyBgworkerEntry->bgw_extra, sizeof(pid_t));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -464,12 +537,16 @@ schedq_sqlexec_main(Datum main_arg)
 	}
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "schedq executor loop",
 									 ALLOCSET_DEFAULT_SIZES);
+	last_task = GetCurrentTimestamp();
 
 	for (;;)
 	{
 		ExecutorTask	task;
 		SchedqDatabase *db;
 		bool			orphan;
+		bool			yield;
+		long			idle_ms;
+		long			timeout_ms = schedq_promote_interval_ms;
 
 		/* what the last iteration allocated, its task included, goes */
 		MemoryContextSwitchTo(loop_cxt);
@@ -483,9 +560,19 @@ schedq_sqlexec_main(Datum main_arg)
 		LWLockAcquire(schedq_shm->lock, LW_SHARED);
 		db = schedq_databases_slot(dboid, false);
 		orphan = db == NULL || db->pid != scheduler_pid;
+		/* a database waits for a slot for its scheduler: leave it ours */
+		yield = ran_task && schedq_databases_waiting(InvalidOid) > 0;
 		LWLockRelease(schedq_shm->lock);
 		if (orphan)
 			proc_exit(0); /* the scheduler that started us is gone */
+		if (yield)
+		{
+			ereport(LOG,
+					errmsg("schedq sql executor exiting: a database waits for "
+						   "a background worker slot for its scheduler"));
+			proc_exit(0);
+		}
+		ran_task = false;
 
 		/* register before looking, so that a task made available after the look wakes us */
 		schedq_wake_register(NULL, caps, true);
@@ -493,11 +580,33 @@ schedq_sqlexec_main(Datum main_arg)
 		{
 			schedq_wake_unregister();
 			executor_run(&task);
+			last_task = GetCurrentTimestamp();
+			ran_task = true;
 			continue;
+		}
+
+		/*
+		 * Idle: leave after schedq.sql_idle_timeout without a task.  A
+		 * wake-up that comes meanwhile goes on to another executor
+		 * (schedq_wake_unregister, at exit), and the scheduler, told of
+		 * the exit, starts one if a task is left.
+		 */
+		idle_ms = (long) ((GetCurrentTimestamp() - last_task) / 1000);
+		if (schedq_sql_idle_timeout_ms >= 0)
+		{
+			if (idle_ms >= schedq_sql_idle_timeout_ms)
+			{
+				ereport(DEBUG1,
+						errmsg("schedq sql executor exiting after %ld ms "
+							   "without a task",
+							   idle_ms));
+				proc_exit(0);
+			}
+			timeout_ms = Min(timeout_ms, schedq_sql_idle_timeout_ms - idle_ms);
 		}
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 schedq_promote_interval_ms,
+						 Max(timeout_ms, 1),
 						 SCHEDQ_WAIT_EVENT("SchedqExecutorIdle"));
 		ResetLatch(MyLatch);
 	}

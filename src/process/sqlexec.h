@@ -11,6 +11,6 @@
 
 extern PGDLLEXPORT void schedq_sqlexec_main(Datum main_arg);
 
-extern int schedq_sqlexec_keep(int *wanted, bool *no_slot);
+extern int schedq_sqlexec_keep(int ready, int *wanted, bool *no_slot);
 
 #endif /* SCHEDQ_SQLEXEC_H */

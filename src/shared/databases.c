@@ -59,3 +59,32 @@ schedq_databases_slot(Oid dboid, bool create)
 	}
 	return NULL;
 }
+
+/*
+ * Does this slot's database wait for a background worker slot for its
+ * scheduler, as one known to have schedq (not a database the launcher
+ * only wants to look into)?  Caller holds the schedq lock.
+ */
+bool
+schedq_databases_is_waiting(const SchedqDatabase *db)
+{
+	return OidIsValid(db->dboid) && db->no_worker_slot && db->pid == 0 &&
+		   (db->has_schedq || db->probe);
+}
+
+/*
+ * How many databases other than `except` with schedq wait for a
+ * background worker slot for their scheduler.  Caller holds the schedq
+ * lock, shared at least.
+ */
+int
+schedq_databases_waiting(Oid except)
+{
+	int n = 0;
+
+	for (int i = 0; i < SCHEDQ_MAX_DATABASES; i++)
+		if (schedq_databases[i].dboid != except &&
+			schedq_databases_is_waiting(&schedq_databases[i]))
+			n++;
+	return n;
+}

@@ -6,7 +6,11 @@
  * Every field is under the schedq LWLock (shared/shm.h).  A slot is
  * created by the launcher or by the backend that runs CREATE EXTENSION;
  * its scheduler fields (pid through sql_workers_wanted) are written by
- * that database's scheduler, no_worker_slot by the launcher.
+ * that database's scheduler, no_worker_slot by the launcher, has_schedq by
+ * the scheduler and by the backend that commits CREATE EXTENSION.  The
+ * launcher starts a scheduler in every database it has not seen, to learn
+ * whether schedq is there: a database waiting for a slot for it may not
+ * have schedq at all, unless has_schedq or probe says so.
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQ_DATABASES_H
@@ -43,6 +47,8 @@ typedef struct SchedqDatabase
 	int					 sql_workers_wanted; /* how many it should have */
 	bool				 no_worker_slot;	 /* the launcher found no background
 										  * worker slot for a scheduler */
+	bool				 has_schedq; /* schedq is installed here, as far as
+									  * a scheduler or CREATE EXTENSION said */
 } SchedqDatabase;
 
 /* The names scheduler_status() shows, by SchedqSchedulerState. */
@@ -53,5 +59,7 @@ extern SchedqDatabase *schedq_databases;
 
 extern void			   schedq_databases_init(void);
 extern SchedqDatabase *schedq_databases_slot(Oid dboid, bool create);
+extern bool			   schedq_databases_is_waiting(const SchedqDatabase *db);
+extern int			   schedq_databases_waiting(Oid except);
 
 #endif /* SCHEDQ_DATABASES_H */

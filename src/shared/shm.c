@@ -111,12 +111,17 @@ schedq_shm_install_hooks(void)
 
 /*
  * Raise an error unless the library was preloaded, so that a function that
- * needs shared memory fails clearly instead of silently doing less.
+ * needs shared memory fails clearly instead of silently doing less.  This
+ * is also what CREATE EXTENSION schedq says on a server without the
+ * preload: its script ends by making the first token signing key.
  */
 void
 schedq_shm_require_preloaded(void)
 {
 	if (schedq_shm == NULL)
-		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("schedq must be loaded via shared_preload_libraries"));
+		ereport(
+			ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			errmsg("schedq must be loaded via shared_preload_libraries"),
+			errhint(
+				"Add 'schedq' to shared_preload_libraries in postgresql.conf and restart the server: the setting takes effect only at a restart."));
 }

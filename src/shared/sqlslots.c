@@ -149,6 +149,23 @@ schedq_sqlslots_busy_tasks(void)
 }
 
 /*
+ * How many executors of a database are running a task now.
+ */
+int
+schedq_sqlslots_busy(Oid dboid)
+{
+	int n = 0;
+
+	LWLockAcquire(schedq_shm->lock, LW_SHARED);
+	for (int i = 0; i < EXECUTOR_SLOTS; i++)
+		if (executors[i].dboid == dboid && executors[i].pid != 0 &&
+			executors[i].task_id != 0)
+			n++;
+	LWLockRelease(schedq_shm->lock);
+	return n;
+}
+
+/*
  * Is a live executor of this database running this attempt?
  */
 bool

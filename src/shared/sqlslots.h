@@ -16,6 +16,7 @@ extern void	 schedq_sqlslots_publish(int64 task_id, int32 attempt);
 extern bool	 schedq_sqlslots_stop(Oid dboid);
 extern bool	 schedq_sqlslots_runs(int64 task_id, int32 attempt);
 extern Datum schedq_sqlslots_busy_tasks(void);
+extern int	 schedq_sqlslots_busy(Oid dboid);
 extern bool	 schedq_sqlslots_interrupt(int64 task_id, int32 attempt);
 extern void	 schedq_sqlslots_escalate(void);
 extern void	 schedq_sqlslots_cancel_at_commit(int64 task_id);

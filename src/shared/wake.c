@@ -12,7 +12,9 @@
  *	  promotes at once instead of at its next fallback poll;
  *	- a task made available (submit fast path, retry, promotion, resumed
  *	  queue): wake claims waiting in claim(wait => ...) or
- *	  schedq.await_task.
+ *	  schedq.await_task; a SQL task no waiting executor could take also
+ *	  sets the scheduler's latch, which starts an executor for it
+ *	  (executors are started on demand, process/sqlexec.c).
  *
  * A waiting claim registers itself in its slot of the waiters (one per
  * backend, in shared memory, under the schedq LWLock) with its
@@ -198,18 +200,39 @@ wake_one(const SchedqWakeTask *t, int from)
 }
 
 /*
- * Wake at most one waiting claim of this database that could take each
- * recorded task (or every waiter, if told to).
+ * The Bloom bit of the capability 'sql', which SQL tasks require.
  */
-static void
+static uint64
+wake_sql_bit(void)
+{
+	return UINT64CONST(1) << (wake_hash_name("sql", 3) % 64);
+}
+
+/*
+ * Wake at most one waiting claim of this database that could take each
+ * recorded task (or every waiter, if told to).  Returns whether a task
+ * that may be a SQL task found no waiter: then the scheduler should see
+ * whether an executor must be started (SQL executors start on demand).
+ */
+static bool
 wake_claimers(void)
 {
+	bool sql_unclaimed = false;
+
 	if (pg_atomic_read_u32(&wake_shared->nwaiters) == 0)
-		return;
+	{
+		if (wake_everyone)
+			return true;
+		for (int t = 0; t < wake_ntasks; t++)
+			if ((wake_tasks[t].caps & wake_sql_bit()) != 0)
+				return true;
+		return false;
+	}
 
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	if (wake_everyone)
 	{
+		sql_unclaimed = true;
 		for (int i = 0; i < wake_shared->max_waiters; i++)
 		{
 			SchedqWaiter *w = &wake_shared->waiters[i];
@@ -224,9 +247,12 @@ wake_claimers(void)
 	else
 	{
 		for (int t = 0; t < wake_ntasks; t++)
-			(void) wake_one(&wake_tasks[t], 0);
+			if (!wake_one(&wake_tasks[t], 0) &&
+				(wake_tasks[t].caps & wake_sql_bit()) != 0)
+				sql_unclaimed = true;
 	}
 	LWLockRelease(schedq_shm->lock);
+	return sql_unclaimed;
 }
 
 /*
@@ -247,10 +273,12 @@ schedq_wake_scheduler_now(Oid dboid)
 static void
 wake_commit(void)
 {
-	if (wake_scheduler)
+	bool scheduler = wake_scheduler;
+
+	if ((wake_everyone || wake_ntasks > 0) && wake_claimers())
+		scheduler = true;
+	if (scheduler)
 		schedq_wake_scheduler_now(MyDatabaseId);
-	if (wake_everyone || wake_ntasks > 0)
-		wake_claimers();
 }
 
 /* A prepared transaction's tasks wait for the fallback poll. */

@@ -47,11 +47,11 @@ const char *const schedq_task_status_names[TASK_NUM_STATUSES] = {
 #define TASK_COLUMN_NAME(sym, name, type, notnull) [TASK_COL_##sym] = #name,
 const char *const schedq_task_column_names[TASK_NUM_COLUMNS] = { TASK_COLUMNS(
 	TASK_COLUMN_NAME) };
-#define TASK_COLUMN_TYPE(sym, name, type, notnull) [TASK_COL_##sym] = type,
+#define TASK_COLUMN_TYPE(sym, name, type, notnull) [TASK_COL_##sym] = (type),
 const Oid schedq_task_column_types[TASK_NUM_COLUMNS] = { TASK_COLUMNS(
 	TASK_COLUMN_TYPE) };
 #define TASK_COLUMN_NOTNULL(sym, name, type, notnull)                          \
-	[TASK_COL_##sym] = notnull,
+	[TASK_COL_##sym] = (notnull),
 const bool schedq_task_column_notnull[TASK_NUM_COLUMNS] = { TASK_COLUMNS(
 	TASK_COLUMN_NOTNULL) };
 #define TASK_OPTION_COLUMN(sym, column, sqltype) [OPT_##sym] = TASK_COL_##sym,
@@ -61,7 +61,7 @@ const SchedqTaskColumn schedq_task_option_columns[TASK_NUM_OPTIONS] = {
 #define TASK_OPTION_NAME(sym, column, sqltype) [OPT_##sym] = #column,
 const char *const schedq_task_option_names[TASK_NUM_OPTIONS] = { TASK_OPTIONS(
 	TASK_OPTION_NAME) };
-#define TASK_OPTION_SQLTYPE(sym, column, sqltype) [OPT_##sym] = sqltype,
+#define TASK_OPTION_SQLTYPE(sym, column, sqltype) [OPT_##sym] = (sqltype),
 const char *const schedq_task_option_sqltypes[TASK_NUM_OPTIONS] = {
 	TASK_OPTIONS(TASK_OPTION_SQLTYPE)
 };

@@ -84,6 +84,10 @@
 	" AND t.kind = '" TASK_SQL "' AND '" TASK_SQL "' = ANY (t.required_caps)"  \
 	" AND t.id <> ALL ($13)"
 
+#define CLAIM_SQL_ONLY_READY                                                   \
+	" AND t.kind = '" TASK_SQL "' AND '" TASK_SQL "' = ANY (t.required_caps)"  \
+	" AND t.id <> ALL ($2)"
+
 #define CLAIM_NOT_PAUSED                                                       \
 	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
 	"                 WHERE q.name = t.queue AND q.paused)"
@@ -208,6 +212,19 @@ static SchedqQuery claim_still_there =
 				 INT8OID, TIMESTAMPTZOID, INT8OID, INT4OID);
 
 /*
+ * How many SQL tasks the executors could claim now, at most $1: their
+ * claim rule (CLAIM_SQL_ONLY, for any owner: they are superusers) without
+ * the claim floor.  $2: the tasks executors still run.  The scheduler
+ * starts an executor for each such task no idle executor will take.
+ */
+static SchedqQuery claim_sql_ready =
+	SCHEDQ_QUERY("SELECT count(*) FROM (SELECT FROM schedq.task t"
+				 " WHERE t.status = 'available'" CLAIM_SQL_ONLY_READY
+				 " AND t.required_caps <@ ARRAY['" TASK_SQL
+				 "']" CLAIM_NOT_PAUSED CLAIM_BUDGET_FILTER " LIMIT $1) s",
+				 INT4OID, INT8ARRAYOID);
+
+/*
  * The parameters of a claim statement for this request; values[0] (n)
  * may be replaced by the caller.
  */
@@ -288,7 +305,7 @@ claim_arrays(const SchedqClaimRequest *r, ClaimArrays *a)
 	if (r->queues != NULL)
 		deconstruct_array(r->queues, TEXTOID, -1, false, TYPALIGN_INT,
 						  &a->queues, &a->queue_nulls, &a->nqueues);
-	if (r->filter == CLAIM_ONE_QUEUE)
+	if (r->filter == CLAIM_ONE_QUEUE && a->nqueues > 0)
 		a->queue = a->queues[0];
 	deconstruct_array(r->caps, TEXTOID, -1, false, TYPALIGN_INT, &a->caps,
 					  &a->cap_nulls, &a->ncaps);
@@ -661,4 +678,23 @@ schedq_task_claim_still_there(const SchedqWakeTask *wake)
 	values[3] = Int32GetDatum((int32) wake->queue);
 	return schedq_plan_run(&claim_still_there, values, NULL, 1, SPI_OK_SELECT) >
 		   0;
+}
+
+/*
+ * How many SQL tasks the built-in executors could claim now, counting up
+ * to `limit` (the scheduler's question: start an executor?).  In the
+ * scheduler's transaction.
+ */
+int
+schedq_task_claim_sql_ready(int limit)
+{
+	Datum values[2] = { Int32GetDatum(limit), schedq_sqlslots_busy_tasks() };
+	bool  isnull;
+
+	if (limit <= 0)
+		return 0;
+	schedq_plan_run(&claim_sql_ready, values, NULL, 1, SPI_OK_SELECT);
+	return (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1,
+											 &isnull));
 }

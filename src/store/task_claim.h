@@ -59,5 +59,6 @@ typedef struct SchedqClaimed
 extern int	schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows);
 extern bool schedq_task_claim_look(const SchedqClaimRequest *r);
 extern bool schedq_task_claim_still_there(const SchedqWakeTask *wake);
+extern int	schedq_task_claim_sql_ready(int limit);
 
 #endif /* SCHEDQ_TASK_CLAIM_H */

@@ -11,7 +11,8 @@
  *	- when the task failed for good or was canceled: under 'halt' cancels
  *	  every live task of the run; under 'continue' skips its transitive
  *	  dependents (found through task_depends_on_idx, never by scanning the
- *	  run); either way the run can no longer end 'done' (had_failure);
+ *	  run), each with a last_error naming the dependency that held it
+ *	  back; either way the run can no longer end 'done' (had_failure);
  *	- finishes the run when no live task is left: 'failed' if anything
  *	  failed, was canceled or skipped, else 'done'.  cancel_run marks the
  *	  run 'canceled' first, so the triggers of the tasks it cancels find it
@@ -43,20 +44,31 @@ static SchedqQuery q_mark_failure =
 	SCHEDQ_QUERY("UPDATE schedq.run SET had_failure = true"
 				 " WHERE id = $1 AND NOT had_failure",
 				 INT8OID);
-static SchedqQuery q_skip =
-	SCHEDQ_QUERY("WITH RECURSIVE d(id) AS ("
-				 "  SELECT t.id FROM schedq.task t"
-				 "  WHERE t.depends_on @> ARRAY[$2::bigint]"
-				 "    AND t.depends_on <> '{}' AND t.run_id = $1"
-				 "  UNION"
-				 "  SELECT t.id FROM d, schedq.task t"
-				 "  WHERE t.depends_on @> ARRAY[d.id]"
-				 "    AND t.depends_on <> '{}' AND t.run_id = $1)"
-				 " UPDATE schedq.task SET status = 'skipped',"
-				 "   finished_at = now()"
-				 " WHERE id IN (SELECT id FROM d)"
-				 "   AND status IN " TASK_LIVE_SQL,
-				 INT8OID, INT8OID);
+/*
+ * Skip the live transitive dependents of task $2, which ended as $3
+ * ('failed' or 'was canceled'), naming in last_error the dependency that
+ * held each back: "dependency 12 failed" for a direct dependent,
+ * "dependency 13 was skipped: task 12 failed" for one further down (the
+ * direct path first, when there are several).
+ */
+static SchedqQuery q_skip = SCHEDQ_QUERY(
+	"WITH RECURSIVE d(id, via) AS ("
+	"  SELECT t.id, $2::bigint FROM schedq.task t"
+	"  WHERE t.depends_on @> ARRAY[$2::bigint]"
+	"    AND t.depends_on <> '{}' AND t.run_id = $1"
+	"  UNION"
+	"  SELECT t.id, d.id FROM d, schedq.task t"
+	"  WHERE t.depends_on @> ARRAY[d.id]"
+	"    AND t.depends_on <> '{}' AND t.run_id = $1)"
+	" UPDATE schedq.task t SET status = 'skipped', finished_at = now(),"
+	"   last_error = CASE WHEN s.via = $2"
+	"     THEN 'dependency ' || $2 || ' ' || $3"
+	"     ELSE 'dependency ' || s.via || ' was skipped: task ' || $2"
+	"          || ' ' || $3 END"
+	" FROM (SELECT DISTINCT ON (id) id, via FROM d"
+	"       ORDER BY id, via <> $2, via) s"
+	" WHERE t.id = s.id AND t.status IN " TASK_LIVE_SQL,
+	INT8OID, INT8OID, TEXTOID);
 static SchedqQuery q_any_live =
 	SCHEDQ_QUERY("SELECT FROM schedq.task WHERE run_id = $1"
 				 " AND status IN " TASK_LIVE_SQL " LIMIT 1",
@@ -183,7 +195,10 @@ schedq_task_runs_ended(Datum run_id, Datum task_id, SchedqTaskStatus status)
 			run_cancel_live_tasks(run_id);
 		else
 		{
-			Datum values[2] = { run_id, task_id };
+			Datum values[3] = { run_id, task_id,
+								CStringGetTextDatum(status == TASK_FAILED ?
+														"failed" :
+														"was canceled") };
 
 			/* the transitive dependents, through the GIN index */
 			schedq_plan_run(&q_skip, values, NULL, 0, SPI_OK_UPDATE);

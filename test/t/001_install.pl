@@ -3,6 +3,9 @@
 #	  A server with schedq in shared_preload_libraries starts, CREATE
 #	  EXTENSION installs version 1.2, one task makes the round trip
 #	  submit -> claim -> complete, and the extension survives a restart.
+#	  On a server without the preload, CREATE EXTENSION schedq fails with
+#	  55000 and a hint naming shared_preload_libraries and the restart,
+#	  and leaves nothing behind.
 #
 #	  Run by test/check.sh (make check) with prove; see the header of
 #	  check.sh for the environment every TAP test gets.
@@ -13,6 +16,23 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+# Without the preload: a clear error, its hint, nothing installed.
+my $bare = PostgreSQL::Test::Cluster->new('not_preloaded');
+$bare->init;
+$bare->start;
+my ($ret, $out, $err) = $bare->psql('postgres',
+	"\\set VERBOSITY verbose\nCREATE EXTENSION schedq");
+isnt($ret, 0, 'without the preload, CREATE EXTENSION schedq fails');
+like($err, qr/ERROR:  55000: schedq must be loaded via shared_preload_libraries/,
+	'... with 55000 and the message naming shared_preload_libraries');
+like($err, qr/HINT:  Add 'schedq' to shared_preload_libraries in postgresql\.conf and restart the server/,
+	'... and a hint saying where to add it and that a restart is needed');
+is( $bare->safe_psql('postgres',
+		"SELECT count(*) FROM pg_extension WHERE extname = 'schedq'"
+		  . " UNION ALL SELECT count(*) FROM pg_namespace WHERE nspname = 'schedq'"),
+	"0\n0", '... and leaves no extension and no schema behind');
+$bare->stop;
 
 my $node = PostgreSQL::Test::Cluster->new('main');
 $node->init;

@@ -32,10 +32,14 @@ my $node = schedq_node('dbcommands', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 2
+schedq.sql_idle_timeout = -1
 });
 
 $node->safe_psql('postgres', 'CREATE DATABASE target');
 $node->safe_psql('target', 'CREATE EXTENSION schedq');
+# Two SQL tasks at once start two executors (on demand), which stay (-1).
+$node->safe_psql('target',
+	q{SELECT schedq.submit_sql('SELECT pg_sleep(0.5)') FROM generate_series(1, 2)});
 $node->safe_psql('postgres', 'CREATE ROLE nobody LOGIN');
 $node->safe_psql('postgres', 'CREATE ROLE maker LOGIN CREATEDB');
 $node->safe_psql('postgres', 'CREATE DATABASE spare');

@@ -24,6 +24,7 @@ my $node = schedq_node('hostile', conf => qq{
 max_worker_processes = 32
 schedq.enabled = on
 schedq.sql_workers = 1
+schedq.sql_idle_timeout = -1
 schedq.promote_interval = '10s'
 });
 
@@ -39,6 +40,8 @@ GRANT INSERT ON ran TO owner;
 CREATE ROLE mallory LOGIN;
 });
 
+# A first SQL task starts the executor (on demand), which stays (-1).
+$node->safe_psql('app', q{SELECT schedq.submit_sql('SELECT 1')});
 my $processes = q{SELECT string_agg(backend_type || ' ' || pid, ', '
   ORDER BY backend_type, pid) FROM pg_stat_activity
   WHERE backend_type LIKE 'schedq%'};

@@ -30,6 +30,7 @@ my $node = schedq_node('long_error', extension => 'postgres', conf => qq{
 max_worker_processes = 16
 schedq.enabled = on
 schedq.sql_workers = 1
+schedq.sql_idle_timeout = -1
 schedq.reaper_interval = '200ms'
 schedq.default_lease = '2s'
 });
@@ -41,6 +42,8 @@ $node->safe_psql(
 	GRANT SELECT ON schedq.task TO a;
 });
 
+# A first SQL task starts the executor (on demand), which stays (-1).
+$node->safe_psql('postgres', q{SELECT schedq.submit_sql('SELECT 1')});
 my $executor =
 	"SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_activity"
   . " WHERE backend_type = 'schedq sql executor' AND datname = 'postgres'";

@@ -1,12 +1,17 @@
 #-------------------------------------------------------------------------
 # test/t/065_exporter.pl
-#	  The monitoring of README "Monitoring with Prometheus and Grafana",
-#	  end to end: the real prometheus-postgres-exporter, started on a free
-#	  port with monitoring/postgres_exporter/queries.yaml, one DSN per
-#	  database and the least-privilege role the README grants, is read over
-#	  HTTP until its figures are the ones submitted:
-#	  (a) queue depths, failures, oldest available age and the scheduler of
-#	      each database, with no scrape error (the grants suffice), and the
+#	  The monitoring of docs/operations.md#monitoring, end to end: the real
+#	  prometheus-postgres-exporter, with its default collectors, run with
+#	  exactly the DATA_SOURCE_NAME and ARGS of the page's ini block (its
+#	  server, port, queries file and list of databases put in; a free port
+#	  to listen on), the queries of monitoring/postgres_exporter/queries.yaml
+#	  and the least-privilege role the page grants, is read over HTTP until
+#	  its figures are the ones submitted; the cluster also has databases
+#	  without schedq (postgres, plain):
+#	  (a) every scrape answers HTTP 200, with no "collected before" error
+#	      and no failed query; the exporter's own collectors report once;
+#	      queue depths, failures, oldest available age and the scheduler of
+#	      each database with schedq (the grants suffice), and the
 #	      monitoring role still cannot read a payload;
 #	  (b) metrics() counters are per database: completions in one database
 #	      move its counter and not another's; a database still at 1.0 gets
@@ -69,18 +74,18 @@ GRANT SELECT (id, queue, status, run_at) ON schedq.task TO schedq_monitor;
 GRANT SELECT ON schedq.queue, schedq.queue_stats TO schedq_monitor;
 };
 $node->safe_psql('postgres', 'CREATE ROLE schedq_monitor LOGIN BYPASSRLS');
-for my $db (qw(db1 db2 db3))
+for my $db (qw(app1 app2 app3 plain))
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 }
-$node->safe_psql('db1', "CREATE EXTENSION schedq; $grants");
-$node->safe_psql('db2', "CREATE EXTENSION schedq; $grants");
-$node->safe_psql('db3', "CREATE EXTENSION schedq VERSION '1.0'; $grants");
+$node->safe_psql('app1', "CREATE EXTENSION schedq; $grants");
+$node->safe_psql('app2', "CREATE EXTENSION schedq; $grants");
+$node->safe_psql('app3', "CREATE EXTENSION schedq VERSION '1.0'; $grants");
 
-# db1: 3 available in mail, 2 completed in reports, 1 failed in bad, a
-# paused queue; db2: 5 available in mail.
+# app1: 3 available in mail, 2 completed in reports, 1 failed in bad, a
+# paused queue; app2: 5 available in mail.
 $node->safe_psql(
-	'db1', q{
+	'app1', q{
 SELECT schedq.submit('{}', queue => 'mail') FROM generate_series(1, 3);
 SELECT schedq.submit('{"secret": 1}', queue => 'reports') FROM generate_series(1, 2);
 SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{reports}', n => 2);
@@ -88,35 +93,47 @@ SELECT schedq.submit('{}', queue => 'bad', max_attempts => 1);
 SELECT schedq.fail(token, 'broken') FROM schedq.claim('w', queues => '{bad}');
 SELECT schedq.pause_queue('held');
 });
-$node->safe_psql('db2',
+$node->safe_psql('app2',
 	q{SELECT schedq.submit('{}', queue => 'mail') FROM generate_series(1, 5)});
 is( $node->safe_psql(
-		'db1',
+		'app1',
 		"SELECT string_agg(queue || ':' || available || '/' || done || '/' || failed, ',' ORDER BY queue)"
 		  . " FROM schedq.queue_stats"),
 	'bad:0/0/1,held:0/0/0,mail:3/0/0,reports:0/2/0',
-	'db1 holds the tasks the test submitted');
+	'app1 holds the tasks the test submitted');
 
 #
-# The exporter: its own free port, one DSN per database, as schedq_monitor.
+# The exporter, as docs/operations.md sets it up: the DATA_SOURCE_NAME and
+# ARGS of its ini block, with this server's socket and port, the queries
+# file of the tree and this cluster's databases with schedq put in, and a
+# free port to listen on.
 #
+my ($ini) = slurp_file("$top/docs/operations.md") =~ /```ini\n(DATA_SOURCE_NAME=.*?)```/s;
+ok(defined $ini, 'docs/operations.md has the exporter\'s ini block') or BAIL_OUT('no ini block');
+my ($doc_dsn) = $ini =~ /^DATA_SOURCE_NAME='([^']*)'$/m;
+my ($doc_args) = $ini =~ /^ARGS='([^']*)'$/m;
+like($doc_dsn, qr{^postgresql://schedq_monitor\@:5432/app1\?host=/run/postgresql&sslmode=disable$},
+	'the documented DSN names one database with schedq, app1');
+is( $doc_args,
+	'--auto-discover-databases --include-databases=app1,app2 '
+	  . '--extend.query-path=/etc/prometheus/schedq-queries.yaml',
+	'the documented ARGS discover the databases, keep those with schedq, add the queries');
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $host = $node->host;
 my $pgport = $node->port;
-my $dsn = join ',',
-  map { "postgresql://schedq_monitor\@:$pgport/$_?host=$host&sslmode=disable" }
-  qw(db1 db2 db3);
+(my $dsn = $doc_dsn // '') =~ s{:5432/}{:$pgport/};
+$dsn =~ s{host=/run/postgresql}{host=$host};
+my @args = split ' ', ($doc_args // '');
+s{^--extend\.query-path=/etc/prometheus/schedq-queries\.yaml$}{--extend.query-path=$queries}
+  for @args;
+# the user's list of databases with schedq: here also app3 (at 1.0)
+s{^--include-databases=app1,app2$}{--include-databases=app1,app2,app3} for @args;
 my $log = "${PostgreSQL::Test::Utils::log_path}/exporter.log";
 my $exporter;
 {
 	local $ENV{DATA_SOURCE_NAME} = $dsn;
 	$exporter = IPC::Run::start(
-		[
-			$exporter_bin, "--web.listen-address=127.0.0.1:$port",
-			"--extend.query-path=$queries", '--disable-default-metrics',
-			'--disable-settings-metrics', '--no-collector.database',
-			'--no-collector.bgwriter', '--log.level=warn'
-		],
+		[ $exporter_bin, "--web.listen-address=127.0.0.1:$port", @args ],
 		'<', \undef, '>', $log, '2>&1');
 }
 my $exporter_pid = $exporter->{KIDS}[0]{PID};
@@ -137,10 +154,21 @@ $SIG{INT} = $SIG{TERM} = sub { stop_exporter(); die "killed\n"; };
 
 my $http = HTTP::Tiny->new(timeout => 10);
 
+# Every answer of the exporter: its HTTP status, and the "collected
+# before" errors of the body (duplicate series fail a whole scrape).
+my (@statuses, $collected_before);
+$collected_before = 0;
+
 # One scrape: { series text => value } and the set of metric names.
 sub scrape
 {
 	my $res = $http->get("http://127.0.0.1:$port/metrics");
+	return undef if $res->{status} == 599;    # not listening yet
+	push @statuses, $res->{status};
+	my @dup = ($res->{content} // '') =~ /was collected before/g;
+	$collected_before += @dup;
+	diag 'HTTP ' . $res->{status} . ': ' . substr($res->{content} // '', 0, 600)
+	  unless $res->{success};
 	return undef unless $res->{success};
 	my (%series, %names);
 	for my $line (split /\n/, $res->{content})
@@ -203,110 +231,136 @@ sub scrape_until
 my $s = scrape_until(
 	sub {
 		my $s = shift;
-		defined value($s, 'schedq_queue_available', 'datname=db2,queue=mail')
-		  && defined value($s, 'schedq_scheduler_running', 'datname=db1')
-		  && value($s, 'schedq_scheduler_running', 'datname=db1') == 1
-		  && value($s, 'schedq_scheduler_running', 'datname=db2') == 1;
+		defined value($s, 'schedq_queue_available', 'datname=app2,queue=mail')
+		  && defined value($s, 'schedq_scheduler_running', 'datname=app1')
+		  && value($s, 'schedq_scheduler_running', 'datname=app1') == 1
+		  && value($s, 'schedq_scheduler_running', 'datname=app2') == 1;
 	},
 	60,
-	'schedq series of db1 and db2 with their schedulers running');
+	'schedq series of app1 and app2 with their schedulers running');
 ok($s, 'the exporter answers on its port') or BAIL_OUT('no exporter');
 is(value($s, 'pg_up', ''), 1, 'pg_up is 1');
 is(value($s, 'pg_exporter_last_scrape_error', ''),
 	0, 'no query of the queries file failed in any database (the grants suffice)');
 is( scalar(grep { /^pg_exporter_user_queries_load_error\{.*\}$/ && $s->{series}{$_} == 0 } keys %{ $s->{series} }),
 	1, 'the queries file loaded without error');
-is(value($s, 'schedq_queue_available', 'datname=db1,queue=mail'),
-	3, 'db1 mail: 3 available, as submitted');
-is(value($s, 'schedq_queue_available', 'datname=db2,queue=mail'),
-	5, 'db2 mail: 5 available, its own figure');
-is(value($s, 'schedq_queue_done', 'datname=db1,queue=reports'),
-	2, 'db1 reports: 2 done');
-is(value($s, 'schedq_queue_failed', 'datname=db1,queue=bad'),
-	1, 'db1 bad: 1 failed');
-is(value($s, 'schedq_queue_paused', 'datname=db1,queue=held'),
-	1, 'db1 held: paused');
-is(value($s, 'schedq_queue_paused', 'datname=db1,queue=mail'),
-	0, 'db1 mail: not paused');
-is(value($s, 'schedq_tasks_completed_total', 'datname=db1'),
-	2, 'db1 completion counter: 2');
-is(value($s, 'schedq_tasks_failed_total', 'datname=db1'),
-	1, 'db1 failure counter: 1');
-is(value($s, 'schedq_tasks_submitted_total', 'datname=db1'),
-	6, 'db1 submission counter: 6');
-is(value($s, 'schedq_tasks_submitted_total', 'datname=db2'),
-	5, 'db2 submission counter: 5');
-is(value($s, 'schedq_tasks_completed_total', 'datname=db2'),
-	0, 'db2 completion counter: 0');
-my $age_after = $node->safe_psql('db1',
+is(value($s, 'schedq_queue_available', 'datname=app1,queue=mail'),
+	3, 'app1 mail: 3 available, as submitted');
+is(value($s, 'schedq_queue_available', 'datname=app2,queue=mail'),
+	5, 'app2 mail: 5 available, its own figure');
+is(value($s, 'schedq_queue_done', 'datname=app1,queue=reports'),
+	2, 'app1 reports: 2 done');
+is(value($s, 'schedq_queue_failed', 'datname=app1,queue=bad'),
+	1, 'app1 bad: 1 failed');
+is(value($s, 'schedq_queue_paused', 'datname=app1,queue=held'),
+	1, 'app1 held: paused');
+is(value($s, 'schedq_queue_paused', 'datname=app1,queue=mail'),
+	0, 'app1 mail: not paused');
+is(value($s, 'schedq_tasks_completed_total', 'datname=app1'),
+	2, 'app1 completion counter: 2');
+is(value($s, 'schedq_tasks_failed_total', 'datname=app1'),
+	1, 'app1 failure counter: 1');
+is(value($s, 'schedq_tasks_submitted_total', 'datname=app1'),
+	6, 'app1 submission counter: 6');
+is(value($s, 'schedq_tasks_submitted_total', 'datname=app2'),
+	5, 'app2 submission counter: 5');
+is(value($s, 'schedq_tasks_completed_total', 'datname=app2'),
+	0, 'app2 completion counter: 0');
+my $age_after = $node->safe_psql('app1',
 	"SELECT EXTRACT(epoch FROM now() - min(run_at)) FROM schedq.task WHERE queue = 'mail' AND status = 'available'"
 );
 my $age = value($s, 'schedq_queue_oldest_available_age_seconds',
-	'datname=db1,queue=mail');
+	'datname=app1,queue=mail');
 ok( defined $age && $age > 0 && $age <= $age_after,
-	"db1 mail: oldest available age $age s, within (0, $age_after]");
-is(value($s, 'schedq_queue_oldest_available_age_seconds', 'datname=db1,queue=reports'),
-	0, 'db1 reports: no available task, age 0');
-is(value($s, 'schedq_scheduler_sql_workers_wanted', 'datname=db1'),
-	2, 'db1: 2 SQL executors wanted');
+	"app1 mail: oldest available age $age s, within (0, $age_after]");
+is(value($s, 'schedq_queue_oldest_available_age_seconds', 'datname=app1,queue=reports'),
+	0, 'app1 reports: no available task, age 0');
+is(value($s, 'schedq_scheduler_sql_workers_wanted', 'datname=app1'),
+	0, 'app1: no SQL executor wanted (no SQL task)');
+is(value($s, 'schedq_scheduler_running', 'datname=app3'),
+	1, 'app3 (at 1.0): its scheduler runs');
+is(scalar(grep { /^schedq_\w+\{.*datname=(postgres|plain)\b/ } keys %{ $s->{series} }),
+	0, 'no schedq series for the databases without schedq');
+
+# The exporter's own collectors, once: the server's settings, its
+# databases, the background writer.
+is(value($s, 'pg_settings_max_worker_processes', ''),
+	32, "the exporter's default collectors report the server's settings");
+ok(defined value($s, 'pg_database_size_bytes', 'datname=plain'),
+	'... the size of every database, those without schedq too');
+ok(defined value($s, 'pg_stat_database_xact_commit', 'datid=' . $node->safe_psql('postgres',
+		"SELECT oid FROM pg_database WHERE datname = 'app2'") . ',datname=app2'),
+	'... pg_stat_database of each database');
+ok(defined value($s, 'pg_stat_bgwriter_buffers_alloc_total', ''),
+	'... and the background writer');
+
+# Several scrapes in a row: each one whole.
+for (1 .. 5)
+{
+	ok(scrape(), "scrape $_ more: HTTP 200");
+}
+is_deeply([ grep { $_ != 200 } @statuses ], [], 'every scrape answered HTTP 200');
+is($collected_before, 0, 'no scrape reported a series "collected before"');
+is(join("\n", grep { /level=error/ } split /\n/, slurp_file($log)),
+	'', 'the exporter logged no error');
 my $states = 0;
-$states += value($s, 'schedq_scheduler_state_current', "datname=db1,state=$_") // 0
+$states += value($s, 'schedq_scheduler_state_current', "datname=app1,state=$_") // 0
   for ('stopped', 'starting', 'idle', 'promoting', 'reaping', 'disabled', 'no worker slot');
-is($states, 1, 'db1: the scheduler is in exactly one state');
-ok(defined value($s, 'schedq_scheduler_lag_seconds', 'datname=db1'),
-	'db1: scheduler lag exposed');
+is($states, 1, 'app1: the scheduler is in exactly one state');
+ok(defined value($s, 'schedq_scheduler_lag_seconds', 'datname=app1'),
+	'app1: scheduler lag exposed');
 
 # Every counter of metrics() has its series.
 my @counters = split /\n/,
-  $node->safe_psql('db1',
+  $node->safe_psql('app1',
 	"SELECT name FROM schedq.metrics() WHERE name <> 'scheduler_lag_ms' ORDER BY name");
 is_deeply(
 	[
 		grep {
 			/^direct_declined_(\w+)$/ ?
-			  !defined value($s, 'schedq_direct_declined_total', "datname=db1,reason=$1") :
-			  !defined value($s, "schedq_${_}_total", 'datname=db1')
+			  !defined value($s, 'schedq_direct_declined_total', "datname=app1,reason=$1") :
+			  !defined value($s, "schedq_${_}_total", 'datname=app1')
 		} @counters
 	],
 	[],
 	'every counter of metrics() is exposed as schedq_<name>_total '
 	  . '(direct_declined_<reason> as schedq_direct_declined_total{reason})');
 
-my ($ret, $out, $err) = $node->psql('db1', 'SELECT payload FROM schedq.task',
+my ($ret, $out, $err) = $node->psql('app1', 'SELECT payload FROM schedq.task',
 	extra_params => [ '-U', 'schedq_monitor' ]);
 like($err, qr/permission denied/, 'the monitoring role cannot read a payload');
-($ret, $out, $err) = $node->psql('db1', "SELECT schedq.submit('{}')",
+($ret, $out, $err) = $node->psql('app1', "SELECT schedq.submit('{}')",
 	extra_params => [ '-U', 'schedq_monitor' ]);
 like($err, qr/permission denied/, 'the monitoring role cannot submit');
 
 #
-# (b) Completions in db2 move db2's counter, not db1's.
+# (b) Completions in app2 move app2's counter, not app1's.
 #
-$node->safe_psql('db2',
+$node->safe_psql('app2',
 	q{SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{mail}', n => 4)});
 $s = scrape_until(
 	sub {
-		my $v = value(shift, 'schedq_tasks_completed_total', 'datname=db2');
+		my $v = value(shift, 'schedq_tasks_completed_total', 'datname=app2');
 		defined $v && $v == 4;
 	},
 	30,
-	'db2 completion counter 4');
-is(value($s, 'schedq_tasks_completed_total', 'datname=db2'),
-	4, 'db2 completion counter: 4 after 4 completions there');
-is(value($s, 'schedq_tasks_completed_total', 'datname=db1'),
-	2, 'db1 completion counter did not move');
-is(value($s, 'schedq_queue_available', 'datname=db2,queue=mail'),
-	1, 'db2 mail: 1 available left');
-is(value($s, 'schedq_queue_available', 'datname=db1,queue=mail'),
-	3, 'db1 mail: still 3 available');
-is($node->safe_psql('db1', "SELECT value FROM schedq.metrics() WHERE name = 'tasks_completed'"),
-	'2', 'metrics() in db1: 2 completions');
-is($node->safe_psql('db3', "SELECT value FROM schedq.metrics() WHERE name = 'tasks_completed'"),
+	'app2 completion counter 4');
+is(value($s, 'schedq_tasks_completed_total', 'datname=app2'),
+	4, 'app2 completion counter: 4 after 4 completions there');
+is(value($s, 'schedq_tasks_completed_total', 'datname=app1'),
+	2, 'app1 completion counter did not move');
+is(value($s, 'schedq_queue_available', 'datname=app2,queue=mail'),
+	1, 'app2 mail: 1 available left');
+is(value($s, 'schedq_queue_available', 'datname=app1,queue=mail'),
+	3, 'app1 mail: still 3 available');
+is($node->safe_psql('app1', "SELECT value FROM schedq.metrics() WHERE name = 'tasks_completed'"),
+	'2', 'metrics() in app1: 2 completions');
+is($node->safe_psql('app3', "SELECT value FROM schedq.metrics() WHERE name = 'tasks_completed'"),
 	'6', 'metrics() of a database at 1.0: the cluster\'s 6 completions');
-is(value($s, 'schedq_tasks_completed_total', 'datname=db3'),
+is(value($s, 'schedq_tasks_completed_total', 'datname=app3'),
 	undef, 'no counters exposed for the database at 1.0');
-is(value($s, 'schedq_scheduler_sql_workers_wanted', 'datname=db3'),
-	2, 'the database at 1.0 still has its scheduler series');
+is(value($s, 'schedq_scheduler_running', 'datname=app3'),
+	1, 'the database at 1.0 still has its scheduler series');
 
 #
 # (c) The dashboard: valid JSON, its variables, and only exposed names.

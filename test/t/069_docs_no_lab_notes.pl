@@ -23,6 +23,7 @@
 #	    `spans` of Markdown are code; in the manual page, the .TH line,
 #	    which dates the page by convention, and example blocks between
 #	    .EX/.EE or .nf/.fi are).
+#	  And README.md stays at most 350 lines long.
 #	  Reads the tree; starts no server.
 #-------------------------------------------------------------------------
 use strict;
@@ -88,5 +89,9 @@ for my $f (@files)
 }
 is(scalar(@found), 0, 'no issue numbers, work sessions or dated notes')
   or diag join("\n", @found) . "\nhistory goes to CHANGELOG.md";
+
+# The README is the front door: it stays short, the rest is in docs/.
+my $readme_lines = () = doc_slurp("$top/README.md") =~ /\n/g;
+cmp_ok($readme_lines, '<=', 350, "README.md has at most 350 lines ($readme_lines)");
 
 done_testing();

@@ -17,7 +17,12 @@
 #	     is installed with dpkg, a throwaway server of the SYSTEM
 #	     PostgreSQL NN runs CREATE EXTENSION schedq and
 #	     a smoke test (submit, claim, complete; promotion of a run_at task;
-#	     the packaged schedqctl submits), then the package is purged and the
+#	     the packaged schedqctl submits); schedqctl is on PATH (command -v
+#	     schedqctl: /usr/bin/schedqctl, an alternative leading to the
+#	     package's) and man finds its page (man -w schedqctl:
+#	     /usr/share/man/man1/schedqctl.1.gz, an alternative leading to the
+#	     package's gzipped page); then the package is purged (the
+#	     alternatives go with it) and the
 #	     saved files are put back byte for byte, also when the test fails
 #	     or is interrupted (END block).
 # check.sh: run as root
@@ -490,18 +495,48 @@ my @want = ("/usr/lib/postgresql/$major/lib/schedq.so",
 	"/usr/share/postgresql/$major/extension/schedq--1.1--1.2.sql",
 	"$sysbin/schedqctl");
 my @unlisted = grep { !$listed{$_} } @want;
-# The man page, where HEAD has one (another change adds it).
-if (`git -C '$repo' ls-files schedqctl/schedqctl.1` =~ /\S/)
-{
-	my ($man) = grep { m{/man1/schedqctl\.1(?:\.gz)?$} } sort keys %listed;
-	push @unlisted, 'the schedqctl man page' unless $man;
-	push @want, $man if $man;
-}
-is_deeply(\@unlisted, [], 'dpkg -L lists the library, control file, scripts and schedqctl (and its man page)');
+# The man page, gzipped, in PostgreSQL's manual directory (as
+# postgresql-client-NN's pages are).
+my $man = "/usr/share/postgresql/$major/man/man1/schedqctl.1.gz";
+push @want, $man;
+@unlisted = grep { !$listed{$_} } @want;
+is_deeply(\@unlisted, [], 'dpkg -L lists the library, control file, scripts, schedqctl and its gzipped man page');
 my @absent = grep { !-e $_ } @want;
 is_deeply(\@absent, [], 'and they are on disk');
+# What is on PATH and in man's path is no package's file: the
+# alternatives link it (postgresql-15-schedq and -17- may be co-installed).
+is_deeply([ grep { m{^/usr/bin/|^/usr/share/man/} } sort keys %listed ], [],
+	'the package ships nothing in /usr/bin or /usr/share/man (alternatives link them)');
 ($ok) = run_logged('dpkg_verify', 'dpkg', '--verify', $pkg);
 ok($ok, 'dpkg --verify: the installed files are the package\'s');
+
+# schedqctl on PATH and man schedqctl, as a user's shell finds them.
+sub shell_out
+{
+	my ($cmd) = @_;
+	my $out = `env -i PATH=/usr/bin:/bin LANG=C.UTF-8 sh -c '$cmd' 2>&1`;
+	my $status = $?;
+	$out =~ s/\s+\z//;
+	return ($status == 0, $out);
+}
+($ok, $out) = shell_out('command -v schedqctl');
+is($out, '/usr/bin/schedqctl', 'command -v schedqctl finds /usr/bin/schedqctl');
+is(Cwd::realpath('/usr/bin/schedqctl') // '', "$sysbin/schedqctl",
+	"... which leads to $sysbin/schedqctl (update-alternatives)");
+($ok, $out) = shell_out('schedqctl --version');
+like($out, qr/^schedqctl .*\d/, 'schedqctl --version runs from PATH') or diag($out);
+# man -w names the file the link leads to, as for psql.
+($ok, $out) = shell_out('man -w schedqctl');
+ok($ok && Cwd::realpath($out) eq $man, "man -w schedqctl finds the package's page, $man")
+  or diag($out);
+is(Cwd::realpath('/usr/share/man/man1/schedqctl.1.gz') // '', $man,
+	'... through /usr/share/man/man1/schedqctl.1.gz, where man looks (update-alternatives)');
+my $magic = '';
+if (open(my $gz, '<:raw', $man)) { read($gz, $magic, 2); close $gz; }
+is(unpack('H*', $magic), '1f8b', '... which is gzipped');
+($ok, $out) = shell_out('MANWIDTH=80 man schedqctl | head -n 20');
+like($out, qr/schedqctl - submit, manage and run schedq tasks/, 'man schedqctl shows the page')
+  or diag($out);
 
 # A throwaway server of the system PostgreSQL, as $user.
 $server_data = "$tmp/data";
@@ -587,6 +622,9 @@ is($out, 'pkg schedqctl', 'the task schedqctl submitted is in the table');
 stop_server();
 ($ok) = dpkg('dpkg_purge', '--purge', $pkg);
 ok($ok && !installed(), "dpkg --purge $pkg");
+ok(!-e '/usr/bin/schedqctl' && !-l '/usr/bin/schedqctl'
+	  && !-l '/usr/share/man/man1/schedqctl.1.gz',
+	'the purge withdrew /usr/bin/schedqctl and its manual page from the alternatives');
 ok(restore(), 'the make install files are back, byte for byte');
 
 done_testing();
