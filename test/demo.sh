@@ -521,11 +521,11 @@ GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
       schedq.queue_stats TO app;
 CREATE ROLE worker LOGIN;
 GRANT USAGE ON SCHEMA schedq TO worker;
-GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
-      schedq.complete_many, schedq.complete_and_claim, schedq.fail,
-      schedq.verify_grant TO worker;
+GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.progress,
+      schedq.complete, schedq.complete_many, schedq.complete_and_claim,
+      schedq.fail, schedq.verify_grant TO worker;
 GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
-GRANT app TO worker;               -- work on app's tasks
+SELECT schedq.grant_work('worker', 'app');   -- work on app's tasks
 SQL
 )
 

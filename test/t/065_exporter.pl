@@ -14,9 +14,7 @@
 #	      each database with schedq (the grants suffice), and the
 #	      monitoring role still cannot read a payload;
 #	  (b) metrics() counters are per database: completions in one database
-#	      move its counter and not another's; a database still at 1.0 gets
-#	      the cluster's counters from metrics() and the exporter exposes
-#	      no counters for it;
+#	      move its counter and not another's;
 #	  (c) monitoring/grafana/schedq.json parses, has the datasource,
 #	      database and queue variables, and every schedq_* name its panels
 #	      use is a series this exporter exposed.
@@ -66,21 +64,19 @@ schedq.enabled = on
 schedq.sql_workers = 2
 });
 
-# The monitoring role: the README's grants, in each database.
-my $grants = q{
-GRANT USAGE ON SCHEMA schedq TO schedq_monitor;
-GRANT EXECUTE ON FUNCTION schedq.metrics, schedq.scheduler_status TO schedq_monitor;
-GRANT SELECT (id, queue, status, run_at) ON schedq.task TO schedq_monitor;
-GRANT SELECT ON schedq.queue, schedq.queue_stats TO schedq_monitor;
-};
-$node->safe_psql('postgres', 'CREATE ROLE schedq_monitor LOGIN BYPASSRLS');
-for my $db (qw(app1 app2 app3 plain))
+# The monitoring role: the grants of docs/operations.md#monitoring, in
+# each database.
+my ($grants) = slurp_file("$top/docs/operations.md") =~
+  /```sql\nCREATE ROLE schedq_monitor LOGIN;\n(GRANT USAGE ON SCHEMA schedq TO schedq_monitor;.*?)```/s;
+ok(defined $grants, 'docs/operations.md has the monitoring role\'s grants')
+  or BAIL_OUT('no grants block');
+$node->safe_psql('postgres', 'CREATE ROLE schedq_monitor LOGIN');
+for my $db (qw(app1 app2 plain))
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 }
 $node->safe_psql('app1', "CREATE EXTENSION schedq; $grants");
 $node->safe_psql('app2', "CREATE EXTENSION schedq; $grants");
-$node->safe_psql('app3', "CREATE EXTENSION schedq VERSION '1.0'; $grants");
 
 # app1: 3 available in mail, 2 completed in reports, 1 failed in bad, a
 # paused queue; app2: 5 available in mail.
@@ -126,8 +122,6 @@ $dsn =~ s{host=/run/postgresql}{host=$host};
 my @args = split ' ', ($doc_args // '');
 s{^--extend\.query-path=/etc/prometheus/schedq-queries\.yaml$}{--extend.query-path=$queries}
   for @args;
-# the user's list of databases with schedq: here also app3 (at 1.0)
-s{^--include-databases=app1,app2$}{--include-databases=app1,app2,app3} for @args;
 my $log = "${PostgreSQL::Test::Utils::log_path}/exporter.log";
 my $exporter;
 {
@@ -277,8 +271,6 @@ is(value($s, 'schedq_queue_oldest_available_age_seconds', 'datname=app1,queue=re
 	0, 'app1 reports: no available task, age 0');
 is(value($s, 'schedq_scheduler_sql_workers_wanted', 'datname=app1'),
 	0, 'app1: no SQL executor wanted (no SQL task)');
-is(value($s, 'schedq_scheduler_running', 'datname=app3'),
-	1, 'app3 (at 1.0): its scheduler runs');
 is(scalar(grep { /^schedq_\w+\{.*datname=(postgres|plain)\b/ } keys %{ $s->{series} }),
 	0, 'no schedq series for the databases without schedq');
 
@@ -355,12 +347,6 @@ is(value($s, 'schedq_queue_available', 'datname=app1,queue=mail'),
 	3, 'app1 mail: still 3 available');
 is($node->safe_psql('app1', "SELECT value FROM schedq.metrics() WHERE name = 'tasks_completed'"),
 	'2', 'metrics() in app1: 2 completions');
-is($node->safe_psql('app3', "SELECT value FROM schedq.metrics() WHERE name = 'tasks_completed'"),
-	'6', 'metrics() of a database at 1.0: the cluster\'s 6 completions');
-is(value($s, 'schedq_tasks_completed_total', 'datname=app3'),
-	undef, 'no counters exposed for the database at 1.0');
-is(value($s, 'schedq_scheduler_running', 'datname=app3'),
-	1, 'the database at 1.0 still has its scheduler series');
 
 #
 # (c) The dashboard: valid JSON, its variables, and only exposed names.

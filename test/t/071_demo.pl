@@ -58,8 +58,22 @@ ok($ok, 'test/demo.sh exits 0') or diag "stderr:\n$err\nstdout (end):\n" . subst
 like($out, qr/== 17\. A rate-limited queue ==/, 'the SQL tour runs to its last step');
 like($out, qr/== 18\. schedqctl, with the roles of docs\/security\.md ==/,
 	'then schedqctl, with the roles');
-like($out, qr/CREATE ROLE app LOGIN;.*CREATE ROLE worker LOGIN;.*GRANT app TO worker;/s,
+like($out, qr/CREATE ROLE app LOGIN;.*CREATE ROLE worker LOGIN;.*schedq\.grant_work\('worker', 'app'\)/s,
 	'the roles of docs/security.md are shown');
+# The demo's roles are the page's: every statement of DEMO_ROLES is in it.
+{
+	my ($roles) = do { local $/; open my $f, '<', "$top/test/demo.sh" or die; <$f> } =~
+	  /^DEMO_ROLES=\$\(cat <<'SQL'\n(.*?)^SQL$/ms;
+	my $page = do { local $/; open my $f, '<', "$top/docs/security.md" or die; <$f> };
+	(my $flat_page = $page) =~ s/\s+/ /g;
+	my @missing = grep {
+		(my $st = $_) =~ s/\s+/ /g;
+		$st =~ s/^ | $//g;
+		$st ne '' && index($flat_page, $st) < 0
+	} split /;/, ($roles // '') =~ s/--[^\n]*//gr;
+	ok(defined $roles, 'test/demo.sh has DEMO_ROLES');
+	is_deeply(\@missing, [], 'every statement of the demo\'s roles is one of docs/security.md');
+}
 like($out, qr/\$ schedqctl submit thumbnail .*\n\s+(\d+)\n/, 'schedqctl submit prints the task id');
 like($out, qr/task \d+ kind=thumbnail attempt=1 queue=images .*outcome=done/,
 	'schedqctl worker runs the program and logs the task done');
