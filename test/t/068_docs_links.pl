@@ -114,6 +114,9 @@ my (@missing, $named);
 for my $f (@code)
 {
 	my $text = doc_slurp("$top/$f");
+	# In the manual page a hyphen to copy is written \- (a plain one is
+	# typeset as a dash).
+	$text =~ s/\\-/-/g if $f =~ /\.1$/;
 	while ($text =~ m{(docs/[A-Za-z0-9_/.-]+\.md)(?:#([A-Za-z0-9_-]+))?}g)
 	{
 		my ($page, $anchor) = ($1, $2);
