@@ -177,7 +177,8 @@ analyze:
 	@ls src/*/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
 		-D_GNU_SOURCE -Isrc -I$(shell $(PG_CONFIG) --includedir-server)
 	@ls schedqctl/*.c | xargs -P $(TIDY_JOBS) -I{} clang-tidy --quiet {} -- \
-		-D_GNU_SOURCE -DFRONTEND -Ischedqctl -I$(shell $(PG_CONFIG) --includedir) \
+		-D_GNU_SOURCE -DFRONTEND -DSCHEDQ_VERSION='"analyze"' -Ischedqctl \
+		-I$(shell $(PG_CONFIG) --includedir) \
 		-I$(shell $(PG_CONFIG) --includedir-server) \
 		-I$(shell $(PG_CONFIG) --pkgincludedir)/internal
 

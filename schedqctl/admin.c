@@ -2,22 +2,29 @@
  * schedqctl/admin.c
  *	  The commands that call one schedq function and print its answer.
  *
- *	  They are submit, cancel, retry, pause, resume, schedule and
- *	  unschedule.
+ *	  They are submit, submit-sql, schedule, pause, resume and unschedule.
+ *	  (cancel and retry, of one task or of those a filter selects, are
+ *	  filter.c's.)
  *
  *	  Options the user gave become named arguments of the call: the query
  *	  text is put together from fixed fragments (", queue => $3"), and every
  *	  value travels as a parameter, so an option left out takes the
- *	  function's own default and no value is ever parsed as SQL.
+ *	  function's own default and no value is ever parsed as SQL.  Values
+ *	  are checked first (check.c): numbers, ids and JSON here; intervals
+ *	  and timestamps cast on the server one by one, so that a bad one is a
+ *	  usage error naming its option.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
 
+#include <limits.h>
+
 #include "common/logging.h"
+#include "fe_utils/option_utils.h"
 #include "getopt_long.h"
 #include "schedqctl.h"
 
-#define MAX_ARGS 16
+#define MAX_ARGS 24
 
 /* A call being put together: its text and its parameter values. */
 typedef struct CtlCall
@@ -56,28 +63,21 @@ call_named(CtlCall *call, const char *name, const char *value, const char *type)
 }
 
 /*
- * Run the call on a new connection and print its one value.  Returns the
- * exit code; *value gets a copy of the value when wanted.
+ * Run the call on conn and print its one value.  Returns the exit code;
+ * *value gets a copy of the value when wanted.
  */
 static int
-call_run(CtlCall *call, const char *conninfo, CtlRole role, const char *what,
+call_run(CtlCall *call, PGconn *conn, const CtlNeeds *needs, const char *what,
 		 bool print, char **value)
 {
-	PGconn	 *conn;
 	PGresult *res;
 	int		  rc;
 
 	appendPQExpBufferChar(&call->sql, ')');
 	ctl_text_check(&call->sql);
-	conn = ctl_conn_connect(conninfo, false);
-	if (conn == NULL)
-	{
-		termPQExpBuffer(&call->sql);
-		return EXIT_CONNECT;
-	}
 	res = PQexecParams(conn, call->sql.data, call->n, NULL, call->values, NULL,
 					   NULL, 0);
-	rc = ctl_conn_check(conn, res, role, what);
+	rc = ctl_conn_check(conn, res, needs, what);
 	if (rc == EXIT_OK && PQntuples(res) == 1 && PQnfields(res) == 1)
 	{
 		if (print)
@@ -86,7 +86,6 @@ call_run(CtlCall *call, const char *conninfo, CtlRole role, const char *what,
 			*value = pg_strdup(PQgetvalue(res, 0, 0));
 	}
 	PQclear(res);
-	PQfinish(conn);
 	termPQExpBuffer(&call->sql);
 	return rc;
 }
@@ -103,7 +102,11 @@ enum
 	OPT_LOCK_KEY,
 	OPT_CONCURRENCY_KEY,
 	OPT_CAPS,
-	OPT_TIMEZONE
+	OPT_TIMEZONE,
+	OPT_BUDGETS,
+	OPT_COST,
+	OPT_RUN,
+	OPT_DEPENDS_ON
 };
 
 static const struct option submit_options[] = {
@@ -120,10 +123,14 @@ static const struct option submit_options[] = {
 	{ "concurrency-key", required_argument, NULL, OPT_CONCURRENCY_KEY },
 	{ "caps", required_argument, NULL, OPT_CAPS },
 	{ "timezone", required_argument, NULL, OPT_TIMEZONE },
+	{ "budgets", required_argument, NULL, OPT_BUDGETS },
+	{ "cost", required_argument, NULL, OPT_COST },
+	{ "run", required_argument, NULL, OPT_RUN },
+	{ "depends-on", required_argument, NULL, OPT_DEPENDS_ON },
 	{ NULL, 0, NULL, 0 }
 };
 
-/* The options of submit and schedule, as given (NULL: not given). */
+/* The options of submit, submit-sql and schedule (NULL: not given). */
 typedef struct TaskOptions
 {
 	const char *conninfo;
@@ -138,12 +145,59 @@ typedef struct TaskOptions
 	const char *concurrency_key;
 	const char *caps;
 	const char *timezone;
+	const char *budgets;
+	const char *cost;
+	const char *run;
+	const char *depends_on;
 	bool		help;
 } TaskOptions;
 
+/* Where each option's value goes in TaskOptions. */
+static const char **
+task_option_slot(TaskOptions *o, int c)
+{
+	switch (c)
+	{
+		case 'd':
+			return &o->conninfo;
+		case OPT_PAYLOAD:
+			return &o->payload;
+		case OPT_QUEUE:
+			return &o->queue;
+		case OPT_PRIORITY:
+			return &o->priority;
+		case OPT_RUN_AT:
+			return &o->run_at;
+		case OPT_DEDUP_KEY:
+			return &o->dedup_key;
+		case OPT_MAX_ATTEMPTS:
+			return &o->max_attempts;
+		case OPT_TIMEOUT:
+			return &o->timeout;
+		case OPT_LOCK_KEY:
+			return &o->lock_key;
+		case OPT_CONCURRENCY_KEY:
+			return &o->concurrency_key;
+		case OPT_CAPS:
+			return &o->caps;
+		case OPT_TIMEZONE:
+			return &o->timezone;
+		case OPT_BUDGETS:
+			return &o->budgets;
+		case OPT_COST:
+			return &o->cost;
+		case OPT_RUN:
+			return &o->run;
+		case OPT_DEPENDS_ON:
+			return &o->depends_on;
+		default:
+			return NULL;
+	}
+}
+
 /*
- * Parse the options shared by submit and schedule.  Returns the index of
- * the first positional argument, or -1 after a usage error.
+ * Parse the options shared by submit, submit-sql and schedule.  Returns the
+ * index of the first positional argument, or -1 after a usage error.
  */
 static int
 parse_task_options(int argc, char **argv, TaskOptions *o)
@@ -154,138 +208,182 @@ parse_task_options(int argc, char **argv, TaskOptions *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:", submit_options, NULL)) != -1)
 	{
-		switch (c)
-		{
-			case 'd':
-				o->conninfo = optarg;
-				break;
-			case 'H':
-				o->help = true;
-				break;
-			case OPT_PAYLOAD:
-				o->payload = optarg;
-				break;
-			case OPT_QUEUE:
-				o->queue = optarg;
-				break;
-			case OPT_PRIORITY:
-				o->priority = optarg;
-				break;
-			case OPT_RUN_AT:
-				o->run_at = optarg;
-				break;
-			case OPT_DEDUP_KEY:
-				o->dedup_key = optarg;
-				break;
-			case OPT_MAX_ATTEMPTS:
-				o->max_attempts = optarg;
-				break;
-			case OPT_TIMEOUT:
-				o->timeout = optarg;
-				break;
-			case OPT_LOCK_KEY:
-				o->lock_key = optarg;
-				break;
-			case OPT_CONCURRENCY_KEY:
-				o->concurrency_key = optarg;
-				break;
-			case OPT_CAPS:
-				o->caps = optarg;
-				break;
-			case OPT_TIMEZONE:
-				o->timezone = optarg;
-				break;
-			default:
-				return -1;
-		}
+		const char **slot = task_option_slot(o, c);
+
+		if (c == 'H')
+			o->help = true;
+		else if (slot != NULL)
+			*slot = optarg;
+		else
+			return -1;
 	}
 	return optind;
 }
 
-/* Usage error: say so and point at the help. */
-static int
-usage_error(const char *command, const char *msg)
-{
-	if (msg)
-		pg_log_error("%s: %s", command, msg);
-	pg_log_error_hint("Try \"schedqctl help %s\".", command);
-	return EXIT_USAGE;
-}
-
 /*
- * An option of the other command given to this one (submit takes no
- * --timezone, schedule no --run-at or --dedup-key): the usage error to
- * print, or NULL.
+ * An option of another command given to this one: the usage error to
+ * print, or NULL.  submit takes no --timezone; schedule no --run-at,
+ * --dedup-key, --run or --depends-on (each tick makes a task of its
+ * own); submit-sql no --payload (its payload is the command).
  */
 static const char *
 misplaced_option(const char *command, const TaskOptions *o)
 {
-	if (strcmp(command, "submit") == 0 && o->timezone)
+	if (strcmp(command, "schedule") != 0 && o->timezone)
 		return "--timezone is an option of schedule";
-	if (strcmp(command, "schedule") == 0 && (o->run_at || o->dedup_key))
-		return "--run-at and --dedup-key are options of submit";
+	if (strcmp(command, "schedule") == 0 &&
+		(o->run_at || o->dedup_key || o->run || o->depends_on))
+		return "--run-at, --dedup-key, --run and --depends-on are options of "
+			   "submit";
+	if (strcmp(command, "submit_sql") == 0 && o->payload)
+		return "--payload is not an option of submit-sql: its payload is the "
+			   "command";
 	return NULL;
 }
 
+/* The values of a task command, checked, ready to be parameters. */
+typedef struct TaskValues
+{
+	PQExpBufferData payload; /* --payload's text, or submit-sql's command */
+	char		   *caps;
+	char		   *budgets;
+	char		   *depends_on;
+} TaskValues;
+
 /*
- * submit and schedule: parse the options, expect nargs positional
- * arguments (passed as text, in order), and call schedq.COMMAND with every
- * option given as a named argument.  misplaced_option() has refused the
- * other command's options, so each of the named arguments below reaches
- * only the function that has it; their order is the one both commands
- * have always sent.
+ * Check what can be checked without the server (see the header): numbers,
+ * ids, lists and the payload's JSON.  Returns EXIT_OK, or the exit code
+ * after saying what is wrong.
  */
 static int
-task_command(const char *command, int nargs, const char *nargs_error, int argc,
-			 char **argv)
+task_check_local(const char *command, const TaskOptions *o, TaskValues *v,
+				 const char *text_arg)
 {
-	TaskOptions		o;
-	int				first = parse_task_options(argc, argv, &o);
-	const char	   *misplaced;
-	CtlCall			call;
-	PQExpBufferData payload;
-	char		   *caps;
-	int				i;
-	int				rc;
+	int n;
+
+	if (o->priority &&
+		!option_parse_int(o->priority, "--priority", INT_MIN, INT_MAX, &n))
+		return EXIT_USAGE;
+	if (o->max_attempts &&
+		!option_parse_int(o->max_attempts, "--max-attempts", 1, INT_MAX, &n))
+		return EXIT_USAGE;
+	if (o->cost && !ctl_check_number(o->cost, "--cost"))
+		return EXIT_USAGE;
+	if (o->run && !ctl_check_id(o->run, "--run"))
+		return EXIT_USAGE;
+	if (o->depends_on &&
+		(v->depends_on = ctl_check_id_list(o->depends_on, "--depends-on")) ==
+			NULL)
+		return EXIT_USAGE;
+	if (o->timeout && !ctl_check_interval_unit(o->timeout, "--timeout"))
+		return EXIT_USAGE;
+	v->caps = o->caps ? ctl_text_list_array(o->caps) : NULL;
+	v->budgets = o->budgets ? ctl_text_list_array(o->budgets) : NULL;
+
+	/* submit-sql's command (text, @FILE or -), or --payload's JSON. */
+	if (strcmp(command, "submit_sql") == 0)
+		return ctl_text_read_payload(text_arg, &v->payload) ? EXIT_OK :
+															  EXIT_ERROR;
+	if (o->payload)
+	{
+		if (!ctl_text_read_payload(o->payload, &v->payload))
+			return EXIT_ERROR;
+		if (!ctl_check_json(v->payload.data, v->payload.len, "--payload"))
+			return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* The server's checks of the values only it can parse. */
+static int
+task_check_server(PGconn *conn, const TaskOptions *o)
+{
+	int rc = EXIT_OK;
+
+	if (o->run_at)
+		rc = ctl_check_cast(conn, o->run_at, "timestamptz", "--run-at");
+	if (rc == EXIT_OK && o->timeout)
+		rc = ctl_check_cast(conn, o->timeout, "interval", "--timeout");
+	return rc;
+}
+
+/*
+ * submit, submit-sql and schedule: parse the options, expect nargs
+ * positional arguments (passed as text, in order; submit-sql's is the
+ * command, read as a payload is), check the values, and call
+ * schedq.FUNCTION with every option given as a named argument.
+ * misplaced_option() has refused the other commands' options, so each of
+ * the named arguments below reaches only a function that has it.
+ */
+static int
+task_command(const char *command, const char *function, int nargs,
+			 const char *nargs_error, int argc, char **argv)
+{
+	TaskOptions o;
+	TaskValues	v;
+	int			first = parse_task_options(argc, argv, &o);
+	const char *misplaced;
+	CtlCall		call;
+	CtlNeeds	needs;
+	PGconn	   *conn = NULL;
+	char		fname[64];
+	int			rc;
 
 	if (first < 0)
-		return usage_error(command, NULL);
+		return ctl_main_usage_error(command, NULL);
 	if (o.help)
 	{
 		ctl_main_usage(command, false);
 		return EXIT_OK;
 	}
 	if (argc - first != nargs)
-		return usage_error(command, nargs_error);
-	misplaced = misplaced_option(command, &o);
+		return ctl_main_usage_error(command, "%s", nargs_error);
+	misplaced = misplaced_option(function, &o);
 	if (misplaced)
-		return usage_error(command, misplaced);
+		return ctl_main_usage_error(command, "%s", misplaced);
 
-	initPQExpBuffer(&payload);
-	if (o.payload && !ctl_text_read_payload(o.payload, &payload))
+	memset(&v, 0, sizeof(v));
+	initPQExpBuffer(&v.payload);
+	rc = task_check_local(function, &o, &v, argv[first]);
+	if (rc == EXIT_OK)
 	{
-		termPQExpBuffer(&payload);
-		return EXIT_ERROR;
+		conn = ctl_conn_connect(o.conninfo, false);
+		rc = conn ? task_check_server(conn, &o) : EXIT_CONNECT;
 	}
-	caps = o.caps ? ctl_text_list_array(o.caps) : NULL;
-
-	call_start(&call, command);
-	for (i = 0; i < nargs; i++)
-		call_arg(&call, argv[first + i], "text");
-	call_named(&call, "payload", o.payload ? payload.data : NULL, "jsonb");
-	call_named(&call, "timezone", o.timezone, "text");
-	call_named(&call, "queue", o.queue, "text");
-	call_named(&call, "priority", o.priority, "integer");
-	call_named(&call, "run_at", o.run_at, "timestamptz");
-	call_named(&call, "max_attempts", o.max_attempts, "integer");
-	call_named(&call, "timeout", o.timeout, "interval");
-	call_named(&call, "lock_key", o.lock_key, "text");
-	call_named(&call, "concurrency_key", o.concurrency_key, "text");
-	call_named(&call, "required_caps", caps, "text[]");
-	call_named(&call, "dedup_key", o.dedup_key, "text");
-	rc = call_run(&call, o.conninfo, CTL_ROLE_SUBMITTER, command, true, NULL);
-	pg_free(caps);
-	termPQExpBuffer(&payload);
+	if (rc == EXIT_OK)
+	{
+		call_start(&call, function);
+		if (strcmp(function, "submit_sql") == 0)
+			call_arg(&call, v.payload.data, "text");
+		else
+			for (int i = 0; i < nargs; i++)
+				call_arg(&call, argv[first + i], "text");
+		if (strcmp(function, "submit_sql") != 0)
+			call_named(&call, "payload", o.payload ? v.payload.data : NULL,
+					   "jsonb");
+		call_named(&call, "timezone", o.timezone, "text");
+		call_named(&call, "queue", o.queue, "text");
+		call_named(&call, "priority", o.priority, "integer");
+		call_named(&call, "run_at", o.run_at, "timestamptz");
+		call_named(&call, "max_attempts", o.max_attempts, "integer");
+		call_named(&call, "timeout", o.timeout, "interval");
+		call_named(&call, "lock_key", o.lock_key, "text");
+		call_named(&call, "concurrency_key", o.concurrency_key, "text");
+		call_named(&call, "required_caps", v.caps, "text[]");
+		call_named(&call, "budgets", v.budgets, "text[]");
+		call_named(&call, "cost", o.cost, "numeric");
+		call_named(&call, "run_id", o.run, "bigint");
+		call_named(&call, "depends_on", v.depends_on, "bigint[]");
+		call_named(&call, "dedup_key", o.dedup_key, "text");
+		snprintf(fname, sizeof(fname), "f:%s", function);
+		needs = ctl_privs_function(CTL_ROLE_SUBMITTER, fname);
+		rc = call_run(&call, conn, &needs, command, true, NULL);
+	}
+	PQfinish(conn);
+	pg_free(v.caps);
+	pg_free(v.budgets);
+	pg_free(v.depends_on);
+	termPQExpBuffer(&v.payload);
 	return rc;
 }
 
@@ -293,7 +391,20 @@ task_command(const char *command, int nargs, const char *nargs_error, int argc,
 int
 ctl_admin_submit(int argc, char **argv)
 {
-	return task_command("submit", 1, "exactly one KIND expected", argc, argv);
+	return task_command("submit", "submit", 1, "exactly one KIND expected",
+						argc, argv);
+}
+
+/*
+ * schedqctl submit-sql COMMAND [options]: submit a SQL task (COMMAND as
+ * text, @FILE or - for standard input) and print its id.
+ */
+int
+ctl_admin_submit_sql(int argc, char **argv)
+{
+	return task_command("submit-sql", "submit_sql", 1,
+						"exactly one COMMAND expected (SQL text, @FILE or -)",
+						argc, argv);
 }
 
 /*
@@ -303,8 +414,8 @@ ctl_admin_submit(int argc, char **argv)
 int
 ctl_admin_schedule(int argc, char **argv)
 {
-	return task_command("schedule", 3, "NAME, SCHEDULE and KIND expected", argc,
-						argv);
+	return task_command("schedule", "schedule", 3,
+						"NAME, SCHEDULE and KIND expected", argc, argv);
 }
 
 static const struct option simple_options[] = {
@@ -314,18 +425,19 @@ static const struct option simple_options[] = {
 };
 
 /*
- * A command of one argument calling one function: cancel, retry, pause,
- * resume, unschedule.  A boolean answer of false exits with
- * EXIT_NO_EFFECT and says why.
+ * A command of one argument calling one function: pause, resume,
+ * unschedule.  A boolean answer of false exits with EXIT_NO_EFFECT and
+ * says why.
  */
 static int
 simple_command(int argc, char **argv, const char *function, const char *type,
-			   CtlRole role, const char *false_msg)
+			   const CtlNeeds *needs, const char *false_msg)
 {
 	const char *command = argv[0];
 	const char *conninfo = NULL;
 	int			c;
 	CtlCall		call;
+	PGconn	   *conn;
 	char	   *value = NULL;
 	int			rc;
 
@@ -341,15 +453,18 @@ simple_command(int argc, char **argv, const char *function, const char *type,
 				ctl_main_usage(command, false);
 				return EXIT_OK;
 			default:
-				return usage_error(command, NULL);
+				return ctl_main_usage_error(command, NULL);
 		}
 	}
 	if (argc - optind != 1)
-		return usage_error(command, "exactly one argument expected");
+		return ctl_main_usage_error(command, "exactly one argument expected");
 
+	conn = ctl_conn_connect(conninfo, false);
+	if (conn == NULL)
+		return EXIT_CONNECT;
 	call_start(&call, function);
 	call_arg(&call, argv[optind], type);
-	rc = call_run(&call, conninfo, role, command, false, &value);
+	rc = call_run(&call, conn, needs, command, false, &value);
 	if (rc == EXIT_OK && false_msg != NULL && value != NULL &&
 		strcmp(value, "f") == 0)
 	{
@@ -357,47 +472,34 @@ simple_command(int argc, char **argv, const char *function, const char *type,
 		rc = EXIT_NO_EFFECT;
 	}
 	pg_free(value);
+	PQfinish(conn);
 	return rc;
-}
-
-/* schedqctl cancel ID: cancel a task; exit 5 if that changed nothing. */
-int
-ctl_admin_cancel(int argc, char **argv)
-{
-	return simple_command(argc, argv, "cancel", "bigint", CTL_ROLE_SUBMITTER,
-						  "task %s was not canceled: it has finished, or is "
-						  "not a task of this role");
-}
-
-/* schedqctl retry ID: run a finished task again; exit 5 if it is live. */
-int
-ctl_admin_retry(int argc, char **argv)
-{
-	return simple_command(argc, argv, "retry", "bigint", CTL_ROLE_SUBMITTER,
-						  "task %s was not retried: it has not finished, or "
-						  "is not a task of this role");
 }
 
 /* schedqctl pause QUEUE: stop claims from a queue. */
 int
 ctl_admin_pause(int argc, char **argv)
 {
-	return simple_command(argc, argv, "pause_queue", "text", CTL_ROLE_ADMIN,
-						  NULL);
+	CtlNeeds needs = ctl_privs_function(CTL_ROLE_ADMIN, "f:pause_queue");
+
+	return simple_command(argc, argv, "pause_queue", "text", &needs, NULL);
 }
 
 /* schedqctl resume QUEUE: allow claims from a paused queue again. */
 int
 ctl_admin_resume(int argc, char **argv)
 {
-	return simple_command(argc, argv, "resume_queue", "text", CTL_ROLE_ADMIN,
-						  NULL);
+	CtlNeeds needs = ctl_privs_function(CTL_ROLE_ADMIN, "f:resume_queue");
+
+	return simple_command(argc, argv, "resume_queue", "text", &needs, NULL);
 }
 
 /* schedqctl unschedule NAME: remove a periodic task; exit 5 if none. */
 int
 ctl_admin_unschedule(int argc, char **argv)
 {
-	return simple_command(argc, argv, "unschedule", "text", CTL_ROLE_SUBMITTER,
+	CtlNeeds needs = ctl_privs_function(CTL_ROLE_SUBMITTER, "f:unschedule");
+
+	return simple_command(argc, argv, "unschedule", "text", &needs,
 						  "there is no periodic task named \"%s\"");
 }

@@ -10,10 +10,13 @@
  *	  search path and exits on failure, where schedqctl says why and exits
  *	  3.)
  *
- *	  A refused query is reported with the server's message.  A missing
- *	  privilege gets a hint with the GRANTs of the roles of
- *	  docs/security.md#roles that the command needs, so that an operator
- *	  can copy them; a database without schedq gets CREATE EXTENSION.
+ *	  A refused query is reported with the server's message, detail and
+ *	  hint, never its CONTEXT (a parameter's number says nothing to the
+ *	  user), and the exit code says what kind of refusal it was: a missing
+ *	  privilege gets a hint with the exact GRANTs the command needs and the
+ *	  role lacks (privs.c), so that an operator can copy them; a database
+ *	  without schedq gets CREATE EXTENSION; a value the server refuses is
+ *	  a usage error (exit 2), as a bad option is.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -22,11 +25,12 @@
 #include "schedqctl.h"
 
 /*
- * Connect with the -d string (NULL: libpq's defaults alone).  Returns NULL,
- * having said why unless quiet, when the connection failed.
+ * Connect with the -d string (NULL: libpq's defaults alone).  Returns NULL
+ * when the connection failed, with *why (when why is not NULL) the
+ * reason, in libpq's words, in a new allocation.
  */
 PGconn *
-ctl_conn_connect(const char *conninfo, bool quiet)
+ctl_conn_open(const char *conninfo, char **why, bool *needs_password)
 {
 	const char *keys[3];
 	const char *values[3];
@@ -46,84 +50,46 @@ ctl_conn_connect(const char *conninfo, bool quiet)
 	conn = PQconnectdbParams(keys, values, 1);
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 	{
-		if (!quiet)
-		{
-			pg_log_error("could not connect: %s",
-						 conn ? PQerrorMessage(conn) : "out of memory");
-			if (conn && PQconnectionNeedsPassword(conn))
-				pg_log_error_hint(
-					"the server asks for a password: put it in ~/.pgpass "
-					"(or the file PGPASSFILE names, mode 0600), or use "
-					"PGPASSWORD or a service file (schedqctl(1), "
-					"ENVIRONMENT)");
-		}
+		if (why)
+			*why = conn ? ctl_conn_message(conn, NULL) :
+						  pg_strdup("out of memory");
+		if (needs_password)
+			*needs_password = conn && PQconnectionNeedsPassword(conn);
 		PQfinish(conn);
 		return NULL;
 	}
+	/* Messages are made of the fields the server sends, never CONTEXT. */
+	PQsetErrorContextVisibility(conn, PQSHOW_CONTEXT_NEVER);
 	return conn;
 }
 
 /*
- * Print the GRANTs of the role a command needs, for a role that lacks one
- * of its privileges.
+ * Connect with the -d string.  Returns NULL, having said why unless quiet,
+ * when the connection failed.
  */
-static void
-conn_privilege_hint(CtlRole role, const char *user)
+PGconn *
+ctl_conn_connect(const char *conninfo, bool quiet)
 {
-	const char	   *who;
-	const char	   *grants;
-	PQExpBufferData hint;
+	char   *why = NULL;
+	bool	needs_password = false;
+	PGconn *conn =
+		ctl_conn_open(conninfo, quiet ? NULL : &why, &needs_password);
 
-	switch (role)
+	if (conn == NULL && !quiet)
 	{
-		case CTL_ROLE_SUBMITTER:
-			who = "a submitter";
-			grants =
-				"GRANT USAGE ON SCHEMA schedq TO %s;\n"
-				"  GRANT EXECUTE ON FUNCTION schedq.submit, schedq.cancel, "
-				"schedq.retry, schedq.schedule, schedq.unschedule TO %s;";
-			break;
-		case CTL_ROLE_WORKER:
-			who = "a worker";
-			grants =
-				"GRANT USAGE ON SCHEMA schedq TO %s;\n"
-				"  GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, "
-				"schedq.complete, schedq.complete_many, "
-				"schedq.complete_and_claim, schedq.fail, schedq.verify_grant "
-				"TO %s;\n"
-				"  GRANT EXECUTE ON PROCEDURE schedq.await_task TO %s;\n"
-				"  GRANT <submitting role> TO %s;   -- to work on its tasks";
-			break;
-		case CTL_ROLE_ADMIN:
-			who = "an admin";
-			grants =
-				"GRANT USAGE ON SCHEMA schedq TO %s;\n"
-				"  GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO %s;\n"
-				"  (pause and resume need schedq.pause_queue and "
-				"schedq.resume_queue, which %s may not have)";
-			break;
-		case CTL_ROLE_READER:
-		default:
-			who = "an admin";
-			grants =
-				"GRANT USAGE ON SCHEMA schedq TO %s;\n"
-				"  GRANT SELECT ON ALL TABLES IN SCHEMA schedq TO %s;\n"
-				"  GRANT EXECUTE ON FUNCTION schedq.scheduler_status TO %s;\n"
-				"  REVOKE SELECT ON schedq.grant_key FROM %s;";
-			break;
+		pg_log_error("could not connect: %s", why);
+		if (needs_password)
+			pg_log_error_hint(
+				"the server asks for a password: put it in ~/.pgpass "
+				"(or the file PGPASSFILE names, mode 0600), or use "
+				"PGPASSWORD or a service file (schedqctl(1), "
+				"ENVIRONMENT)");
 	}
-	initPQExpBuffer(&hint);
-	appendPQExpBuffer(&hint,
-					  "role \"%s\" lacks a privilege %s needs "
-					  "(docs/security.md#roles); a superuser can run:\n  ",
-					  user, who);
-	appendPQExpBuffer(&hint, grants, user, user, user, user);
-	ctl_text_check(&hint);
-	pg_log_error_hint("%s", hint.data);
-	termPQExpBuffer(&hint);
+	pg_free(why);
+	return conn;
 }
 
-/* Whether a refusal is for a missing privilege or a missing schedq. */
+/* Whether a refusal is for a missing privilege or a missing schema. */
 bool
 ctl_conn_refusal_is_privilege(const PGresult *res)
 {
@@ -134,13 +100,101 @@ ctl_conn_refusal_is_privilege(const PGresult *res)
 }
 
 /*
+ * Whether a refusal is for a value: a data exception (class 22: a syntax,
+ * a range, a NULL) or a value over a limit (54000).  Such a call fails the
+ * same way every time: a usage error, not a failure.
+ */
+bool
+ctl_conn_refusal_is_value(const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return state != NULL && strlen(state) == 5 &&
+		   (strncmp(state, "22", 2) == 0 || strcmp(state, "54000") == 0);
+}
+
+/*
+ * Whether a refusal means that schedq is not installed in the database: its
+ * schema is missing (3F000), or one of its objects is (42P01, 42883) and
+ * pg_extension has no schedq (the extension was dropped and its schema
+ * left).
+ */
+bool
+ctl_conn_schedq_missing(PGconn *conn, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	PGresult   *ext;
+	bool		missing;
+
+	if (state == NULL)
+		return false;
+	if (strcmp(state, "3F000") == 0)
+		return true;
+	if (strcmp(state, "42P01") != 0 && strcmp(state, "42883") != 0)
+		return false;
+	ext = PQexec(conn, "SELECT 1 FROM pg_catalog.pg_extension "
+					   "WHERE extname = 'schedq'");
+	missing = PQresultStatus(ext) == PGRES_TUPLES_OK && PQntuples(ext) == 0;
+	PQclear(ext);
+	return missing;
+}
+
+/*
+ * The server's message of a failed result (or of the connection), in a
+ * new allocation: its primary text alone, without the "ERROR:" prefix,
+ * the position or the CONTEXT lines.
+ */
+char *
+ctl_conn_message(PGconn *conn, const PGresult *res)
+{
+	const char *primary =
+		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	char *msg;
+
+	if (primary != NULL)
+		return pg_strdup(primary);
+	msg = pg_strdup(res && PQresultErrorMessage(res)[0] ?
+						PQresultErrorMessage(res) :
+						PQerrorMessage(conn));
+	/* libpq's own messages end in a newline. */
+	while (msg[0] && msg[strlen(msg) - 1] == '\n')
+		msg[strlen(msg) - 1] = '\0';
+	return msg;
+}
+
+/*
+ * Report a failed result: "what: message", then the server's detail and
+ * hint, if any.  Never the CONTEXT: the server's internals (a parameter's
+ * number, a PL/pgSQL line) say nothing to the user.
+ */
+void
+ctl_conn_report(PGconn *conn, const PGresult *res, const char *what)
+{
+	char	   *msg = ctl_conn_message(conn, res);
+	const char *detail =
+		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	const char *hint =
+		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+
+	pg_log_error("%s: %s", what, msg);
+	if (detail)
+		pg_log_error_detail("%s", detail);
+	if (hint)
+		pg_log_error_hint("%s", hint);
+	pg_free(msg);
+}
+
+/*
  * Check a result.  Returns EXIT_OK when it succeeded, else reports the
- * error (with the GRANTs to run when a privilege is missing, or CREATE
- * EXTENSION when schedq is not installed) and returns the exit code.
- * Clears nothing: the caller owns res.
+ * error and returns the exit code: EXIT_CONNECT for a lost connection,
+ * EXIT_PRIVILEGE for a missing privilege (with the exact GRANTs of what
+ * the command needs and the role lacks) or a database without schedq
+ * (with CREATE EXTENSION), EXIT_USAGE for a value the server refuses,
+ * EXIT_ERROR for anything else.  Clears nothing: the caller owns res.
  */
 int
-ctl_conn_check(PGconn *conn, PGresult *res, CtlRole role, const char *what)
+ctl_conn_check(PGconn *conn, PGresult *res, const CtlNeeds *needs,
+			   const char *what)
 {
 	const char *state;
 
@@ -150,13 +204,15 @@ ctl_conn_check(PGconn *conn, PGresult *res, CtlRole role, const char *what)
 
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
-		pg_log_error("%s: connection lost: %s", what, PQerrorMessage(conn));
+		char *msg = ctl_conn_message(conn, res);
+
+		pg_log_error("%s: connection lost: %s", what, msg);
+		pg_free(msg);
 		return EXIT_CONNECT;
 	}
 	state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	pg_log_error("%s: %s", what,
-				 res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	if (state != NULL && strcmp(state, "3F000") == 0)
+	ctl_conn_report(conn, res, what);
+	if (ctl_conn_schedq_missing(conn, res))
 	{
 		pg_log_error_hint("schedq is not installed in database \"%s\"; a "
 						  "superuser can run CREATE EXTENSION schedq there",
@@ -171,9 +227,12 @@ ctl_conn_check(PGconn *conn, PGresult *res, CtlRole role, const char *what)
 		 * schedq itself raises 42501 for a task of another role: no GRANT
 		 * helps with that, and the server's message says so.
 		 */
-		if (msg == NULL || strstr(msg, "another role") == NULL)
-			conn_privilege_hint(role, PQuser(conn));
+		if (needs != NULL &&
+			(msg == NULL || strstr(msg, "another role") == NULL))
+			ctl_privs_hint(conn, needs);
 		return EXIT_PRIVILEGE;
 	}
+	if (ctl_conn_refusal_is_value(res))
+		return EXIT_USAGE;
 	return EXIT_ERROR;
 }

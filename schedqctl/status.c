@@ -9,41 +9,64 @@
  *	  plus two reads of schedq.task (tasks done in the last minute, the
  *	  latest failures), so an admin role as docs/security.md#roles grants
  *	  it sees everything, and another role sees what its row-level security
- *	  lets it count.
+ *	  lets it count.  It checks every privilege the four tables need before
+ *	  it prints anything (privs.c): it prints all of them, or fails with
+ *	  the exact GRANTs the role lacks.
  *
- *	  The tables are psql's: fe_utils' printQuery, aligned, without a
- *	  border or a row count (numbers right-aligned by their type, control
- *	  characters shown escaped), each under its title and indented by two
- *	  spaces, "(none)" for no rows.  They are rendered into a buffer, so
- *	  that top (top.c) draws the same ones.  A failure's error is cut to 60
- *	  characters, ending in '~', by the query.
+ *	  The workers are those running a task now or with a claim in the last
+ *	  ten minutes; the title says how many older ones it hides
+ *	  (--all-workers shows them).  schedq knows its workers only from the
+ *	  claimed_by of the retained tasks, so a worker idle for longer is
+ *	  hidden too.
+ *
+ *	  The tables are psql's (table.c), each under its title.  They are
+ *	  rendered into a buffer, so that top (top.c) draws the same ones,
+ *	  fitted to its screen.  A failure's error is cut to 60 characters,
+ *	  ending in '~', by the query.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
 
 #include "common/logging.h"
 #include "fe_utils/option_utils.h"
-#include "fe_utils/print.h"
 #include "getopt_long.h"
 #include "schedqctl.h"
 
-/* The queries, with what each shows; $1 is the number of failures. */
-static const char *const queue_sql =
-	"SELECT s.queue, CASE WHEN s.paused THEN 'paused' ELSE '' END AS \" \", "
-	"s.pending, s.available, s.running, s.done, s.failed, "
-	"s.canceled + s.skipped AS \"canceled\", "
-	"COALESCE(round(extract(epoch FROM s.oldest_available_age)::numeric, 1)"
-	"::text || 's', '') AS \"oldest available\", "
-	"(SELECT count(*) FROM schedq.task t WHERE t.queue = s.queue "
-	"AND t.status = 'done' AND t.finished_at > pg_catalog.now() - "
-	"interval '1 minute') AS \"done/min\" "
-	"FROM schedq.queue_stats s ORDER BY s.queue";
+/*
+ * The queries, with what each shows.  In top, whose tables are fitted to
+ * the screen, the queue table's longer headers are shorter.
+ */
+#define QUEUE_SQL(available, canceled, oldest)                                 \
+	"SELECT s.queue, CASE WHEN s.paused THEN 'yes' ELSE '' END AS paused, "    \
+	"s.pending, s.available AS \"" available "\", s.running, s.done, "         \
+	"s.failed, s.canceled + s.skipped AS \"" canceled "\", "                   \
+	"COALESCE(round(extract(epoch FROM s.oldest_available_age)::numeric, 1)"   \
+	"::text || 's', '') AS \"" oldest "\", "                                   \
+	"(SELECT count(*) FROM schedq.task t WHERE t.queue = s.queue "             \
+	"AND t.status = 'done' AND t.finished_at > pg_catalog.now() - "            \
+	"interval '1 minute') AS \"done/min\" "                                    \
+	"FROM schedq.queue_stats s ORDER BY s.queue"
+
+/*
+ * The workers shown: with $1 false, those seen in the last WORKER_WINDOW
+ * (running a task now, or with a claim in that time); with $1 true, all;
+ * at most WORKER_LIMIT.
+ */
+#define WORKER_WINDOW "10 minutes"
+#define WORKER_LIMIT  20
+#define WORKER_SHOWN                                                           \
+	"($1::boolean OR running > 0 OR last_seen > pg_catalog.now() - "           \
+	"interval '" WORKER_WINDOW "')"
 
 static const char *const worker_sql =
 	"SELECT worker, running, claims, "
 	"pg_catalog.to_char(last_seen, 'YYYY-MM-DD HH24:MI:SS') AS \"last claim\" "
-	"FROM schedq.worker_status "
-	"ORDER BY running DESC, last_seen DESC NULLS LAST LIMIT 20";
+	"FROM schedq.worker_status WHERE " WORKER_SHOWN " "
+	"ORDER BY running DESC, last_seen DESC NULLS LAST, worker LIMIT 20";
+
+static const char *const worker_count_sql =
+	"SELECT count(*) FILTER (WHERE " WORKER_SHOWN "), "
+	"count(*) FILTER (WHERE NOT " WORKER_SHOWN ") FROM schedq.worker_status";
 
 static const char *const scheduler_sql =
 	"SELECT datname AS database, pid, state, "
@@ -62,112 +85,113 @@ static const char *const failure_sql =
 	"ORDER BY finished_at DESC LIMIT $1::integer";
 
 /*
- * Render a result as a table under its title into out: printQuery's
- * aligned text, every line indented, without trailing spaces.  "(none)"
- * for no rows.
+ * The title of the workers' table into title: which workers it shows, and
+ * how many it leaves out.  Returns the exit code of the count's query.
  */
-static void
-status_table(PQExpBuffer out, PGresult *res, const char *title, int encoding)
+static int
+status_worker_title(PGconn *conn, bool all, PQExpBuffer title)
 {
-	printQueryOpt opt;
-	FILE		 *f;
-	char		 *text = NULL;
-	size_t		  size = 0;
+	const char *values[1] = { all ? "true" : "false" };
+	PGresult   *res =
+		PQexecParams(conn, worker_count_sql, 1, NULL, values, NULL, NULL, 0);
+	int	 rc = ctl_conn_check(conn, res, &ctl_privs_status, "status");
+	long shown;
+	long hidden;
 
-	appendPQExpBuffer(out, "%s\n", title);
-	if (PQntuples(res) == 0)
+	if (rc != EXIT_OK)
 	{
-		appendPQExpBufferStr(out, "  (none)\n\n");
-		return;
+		PQclear(res);
+		return rc;
 	}
-	memset(&opt, 0, sizeof(opt));
-	opt.topt.format = PRINT_ALIGNED;
-	opt.topt.border = 0;
-	opt.topt.start_table = true;
-	opt.topt.stop_table = true;
-	opt.topt.default_footer = false;
-	opt.topt.encoding = encoding;
-	f = open_memstream(&text, &size);
-	if (f == NULL)
-		pg_fatal("could not open a memory stream: %m");
-	printQuery(res, &opt, f, false, NULL);
-	if (fclose(f) != 0)
-		pg_fatal("could not write a table: %m");
-	for (const char *p = text; *p;)
-	{
-		size_t line = strcspn(p, "\n");
-		size_t n = line;
-
-		/* Without the spaces that pad the last column. */
-		while (n > 0 && p[n - 1] == ' ')
-			n--;
-		if (n > 0)
-			appendPQExpBufferStr(out, "  ");
-		appendBinaryPQExpBuffer(out, p, n);
-		p += line;
-		if (*p == '\n')
-		{
-			appendPQExpBufferChar(out, '\n');
-			p++;
-		}
-	}
-	free(text);
+	shown = atol(PQgetvalue(res, 0, 0));
+	hidden = atol(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	if (all)
+		appendPQExpBufferStr(title, "Workers (all, from the retained tasks");
+	else
+		appendPQExpBufferStr(title, "Workers (seen in the last " WORKER_WINDOW);
+	if (shown > WORKER_LIMIT)
+		appendPQExpBuffer(title, "; the latest %d of %ld", WORKER_LIMIT, shown);
+	if (hidden > 0)
+		appendPQExpBuffer(title, "; %ld older hidden: --all-workers", hidden);
+	appendPQExpBufferChar(title, ')');
+	ctl_text_check(title);
+	return EXIT_OK;
 }
 
 /*
- * Render every section of status into out.  Returns the exit code; on an
- * error, out holds what rendered before it.  If queues is not NULL it
- * receives the queue result (the caller clears it).
+ * Render every section of status into out: psql's tables, or tables
+ * fitted to width columns when width > 0 (top).  The callers have checked
+ * the privileges (ctl_privs_require).  Returns the exit code; on an error,
+ * out holds what rendered before it.  If queues is not NULL it receives
+ * the queue result (the caller clears it).
  */
 int
-ctl_status_render(PGconn *conn, PQExpBuffer out, int failures,
-				  PGresult **queues)
+ctl_status_render(PGconn *conn, PQExpBuffer out, int failures, bool all_workers,
+				  int width, PGresult **queues)
 {
-	char		nbuf[16];
-	const char *values[1] = { nbuf };
+	char			nbuf[16];
+	PQExpBufferData workers;
 	struct
 	{
 		const char *sql;
 		const char *title;
-		int			nparams;
-	} sections[] = {
-		{ queue_sql, "Queues", 0 },
-		{ worker_sql, "Workers (from the retained tasks)", 0 },
-		{ scheduler_sql, "Schedulers", 0 },
-		{ failure_sql, "Latest failures", 1 },
-	};
+		const char *param;
+	} sections[4];
+	int rc;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", failures);
 	if (queues)
 		*queues = NULL;
-	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
-	{
-		PGresult *res;
-		int		  rc;
+	initPQExpBuffer(&workers);
+	rc = status_worker_title(conn, all_workers, &workers);
+	snprintf(nbuf, sizeof(nbuf), "%d", failures);
+	sections[0].sql =
+		width > 0 ? QUEUE_SQL("avail", "cancel", "oldest") :
+					QUEUE_SQL("available", "canceled", "oldest available");
+	sections[0].title = "Queues";
+	sections[0].param = NULL;
+	sections[1].sql = worker_sql;
+	sections[1].title = workers.data;
+	sections[1].param = all_workers ? "true" : "false";
+	sections[2].sql = scheduler_sql;
+	sections[2].title = "Schedulers";
+	sections[2].param = NULL;
+	sections[3].sql = failure_sql;
+	sections[3].title = "Latest failures";
+	sections[3].param = nbuf;
 
-		if (failures == 0 && sections[i].nparams == 1)
-			continue;
-		res = PQexecParams(conn, sections[i].sql, sections[i].nparams, NULL,
+	for (int i = 0; rc == EXIT_OK && i < (failures > 0 ? 4 : 3); i++)
+	{
+		const char *values[1] = { sections[i].param };
+		PGresult   *res;
+
+		res = PQexecParams(conn, sections[i].sql, values[0] ? 1 : 0, NULL,
 						   values, NULL, NULL, 0);
-		rc = ctl_conn_check(conn, res, CTL_ROLE_READER, "status");
+		rc = ctl_conn_check(conn, res, &ctl_privs_status, "status");
 		if (rc != EXIT_OK)
 		{
 			PQclear(res);
-			return rc;
+			break;
 		}
-		status_table(out, res, sections[i].title, PQclientEncoding(conn));
+		if (width > 0)
+			ctl_table_fit(out, res, sections[i].title, width);
+		else
+			ctl_table_render(out, res, sections[i].title,
+							 PQclientEncoding(conn));
 		if (i == 0 && queues)
 			*queues = res;
 		else
 			PQclear(res);
 	}
-	return EXIT_OK;
+	termPQExpBuffer(&workers);
+	return rc;
 }
 
 static const struct option status_options[] = {
 	{ "dbname", required_argument, NULL, 'd' },
 	{ "help", no_argument, NULL, 'H' },
 	{ "failures", required_argument, NULL, 'f' },
+	{ "all-workers", no_argument, NULL, 'a' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -177,6 +201,7 @@ ctl_status_command(int argc, char **argv)
 {
 	const char	   *conninfo = NULL;
 	int				failures = 10;
+	bool			all_workers = false;
 	int				c;
 	PGconn		   *conn;
 	PQExpBufferData out;
@@ -197,24 +222,30 @@ ctl_status_command(int argc, char **argv)
 				if (!option_parse_int(optarg, "--failures", 0, 1000, &failures))
 					return EXIT_USAGE;
 				break;
+			case 'a':
+				all_workers = true;
+				break;
 			default:
-				pg_log_error_hint("Try \"schedqctl help status\".");
-				return EXIT_USAGE;
+				return ctl_main_usage_error("status", NULL);
 		}
 	}
 	if (optind < argc)
-	{
-		pg_log_error("status: unexpected argument \"%s\"", argv[optind]);
-		return EXIT_USAGE;
-	}
+		return ctl_main_usage_error("status", "unexpected argument \"%s\"",
+									argv[optind]);
 	conn = ctl_conn_connect(conninfo, false);
 	if (conn == NULL)
 		return EXIT_CONNECT;
-	initPQExpBuffer(&out);
-	rc = ctl_status_render(conn, &out, failures, NULL);
-	ctl_text_check(&out);
-	fputs(out.data, stdout);
-	termPQExpBuffer(&out);
+	/* Every privilege first: print everything, or nothing. */
+	rc = ctl_privs_require(conn, &ctl_privs_status, "status");
+	if (rc == EXIT_OK)
+	{
+		initPQExpBuffer(&out);
+		rc = ctl_status_render(conn, &out, failures, all_workers, 0, NULL);
+		/* A failure after the check (the connection broke): nothing. */
+		if (rc == EXIT_OK)
+			fputs(out.data, stdout);
+		termPQExpBuffer(&out);
+	}
 	PQfinish(conn);
 	return rc;
 }

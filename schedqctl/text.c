@@ -337,3 +337,91 @@ ctl_text_json_valid(const char *s, size_t len)
 	json_lexer_free(lex);
 	return rc == JSON_SUCCESS;
 }
+
+/*
+ * What a JSON parse error means, in words (the frontend libraries of some
+ * versions lack json_errdetail).
+ */
+static const char *
+json_what(JsonParseErrorType rc)
+{
+	switch (rc)
+	{
+		case JSON_ESCAPING_INVALID:
+		case JSON_UNICODE_ESCAPE_FORMAT:
+			return "an invalid escape sequence";
+		case JSON_ESCAPING_REQUIRED:
+			return "a control character that must be escaped";
+		case JSON_EXPECTED_END:
+			return "more after the end of the value";
+		case JSON_EXPECTED_MORE:
+			return "the end of the text before the value ended";
+		case JSON_EXPECTED_COLON:
+			return "no ':' after a key";
+		case JSON_EXPECTED_STRING:
+			return "a key that is not a string";
+		case JSON_EXPECTED_ARRAY_NEXT:
+		case JSON_EXPECTED_OBJECT_NEXT:
+			return "no ',' or closing bracket where expected";
+		case JSON_UNICODE_CODE_POINT_ZERO:
+			return "\\u0000, which jsonb cannot hold";
+		case JSON_UNICODE_HIGH_SURROGATE:
+		case JSON_UNICODE_LOW_SURROGATE:
+		case JSON_UNICODE_HIGH_ESCAPE:
+			return "an invalid Unicode escape";
+		default:
+			return "an invalid token";
+	}
+}
+
+/*
+ * Why s (len bytes) is not one JSON value jsonb's input takes, in a new
+ * allocation; NULL when it is.  The checks of ctl_text_json_valid, with
+ * where the parser stopped.
+ */
+char *
+ctl_text_json_error(const char *s, size_t len)
+{
+	JsonLexContext	  *lex;
+	JsonParseErrorType rc;
+	char			  *why = NULL;
+
+	if (len > INT_MAX)
+		return pg_strdup("it is too long");
+	if (pg_encoding_verifymbstr(PG_UTF8, s, (int) len) != (int) len)
+		return pg_strdup("it is not valid UTF-8, or holds a NUL byte");
+	/* The tokens alone first: the parser recurses, the lexer does not. */
+	lex = json_lexer(s, len, false);
+	{
+		int depth = 0;
+
+		while ((rc = json_lex(lex)) == JSON_SUCCESS &&
+			   lex->token_type != JSON_TOKEN_END && depth <= JSON_MAX_DEPTH)
+		{
+			if (lex->token_type == JSON_TOKEN_OBJECT_START ||
+				lex->token_type == JSON_TOKEN_ARRAY_START)
+				depth++;
+			else if (lex->token_type == JSON_TOKEN_OBJECT_END ||
+					 lex->token_type == JSON_TOKEN_ARRAY_END)
+				depth--;
+		}
+		if (rc == JSON_SUCCESS && depth > JSON_MAX_DEPTH)
+			why = psprintf("it is nested more than %d deep", JSON_MAX_DEPTH);
+	}
+	json_lexer_free(lex);
+	if (why == NULL)
+	{
+		/* Then the grammar, with the escapes decoded as jsonb does. */
+		lex = json_lexer(s, len, true);
+		rc = pg_parse_json(lex, &nullSemAction);
+		if (rc != JSON_SUCCESS)
+		{
+			const char *at = lex->token_start ? lex->token_start : lex->input;
+
+			why = psprintf("%s at character %d", json_what(rc),
+						   (int) (at - lex->input) + 1);
+		}
+		json_lexer_free(lex);
+	}
+	return why;
+}

@@ -2,13 +2,18 @@
  * schedqctl/top.c
  *	  schedqctl top: what status shows, live, with throughput.
  *
- *	  Every --interval seconds it renders status's tables (status.c) and,
- *	  above them, one line per queue: tasks done per second since the last
- *	  refresh (the change of queue_stats' done count over the time between
- *	  the two reads) and a sparkline of the last 60 refreshes.  Drawing is
- *	  ncurses's (wide-character build, so the sparkline's block characters
- *	  need a UTF-8 locale; elsewhere it uses ASCII).  q quits.  A broken
- *	  connection is shown and retried at each refresh.
+ *	  Every --interval seconds it renders status's tables (status.c),
+ *	  fitted to the terminal's width (table.c: narrower gaps, long text
+ *	  cut, then the rightmost columns left out), and, above them, one line
+ *	  per queue: tasks done per second since the last refresh (the change
+ *	  of queue_stats' done count over the time between the two reads) and
+ *	  a sparkline of as many of the last 60 refreshes as fit.  What does
+ *	  not fit the screen's height scrolls: Up and Down by a line, PgUp and
+ *	  PgDn by a screen, Home and End; the last line says which lines show.
+ *	  q quits.  Drawing is ncurses's (wide-character build, so the
+ *	  sparkline's block characters need a UTF-8 locale; elsewhere it uses
+ *	  ASCII).  A key redraws at once; a new terminal size refreshes.  A
+ *	  broken connection is shown and retried at each refresh.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -116,48 +121,60 @@ sparkline(PQExpBuffer out, QueueRate *q, bool utf8)
 	}
 }
 
-/* Draw text from row y on, one line per line, clipped to the screen. */
+/*
+ * Draw the lines of text from its line skip on, from row y to row
+ * last (exclusive), each clipped to the screen's width at a character
+ * boundary.  Returns the number of lines text has.
+ */
 static int
-draw_lines(int y, const char *text)
+draw_lines(int y, int last, const char *text, int skip)
 {
-	int			rows = LINES;
 	int			cols = COLS;
+	int			n = 0;
 	const char *p = text;
 
-	while (*p && y < rows)
+	while (*p)
 	{
 		size_t len = strcspn(p, "\n");
-		int	   w = 0;
-		size_t cut = 0;
 
-		/* Clip to the screen's width, at a character boundary. */
-		while (cut < len && w < cols)
+		if (n >= skip && y < last)
 		{
-			cut++;
-			while (cut < len && ((unsigned char) p[cut] & 0xC0) == 0x80)
+			int	   w = 0;
+			size_t cut = 0;
+
+			while (cut < len && w < cols)
+			{
 				cut++;
-			w++;
+				while (cut < len && ((unsigned char) p[cut] & 0xC0) == 0x80)
+					cut++;
+				w++;
+			}
+			move(y++, 0);
+			addnstr(p, (int) cut);
 		}
-		move(y, 0);
-		addnstr(p, (int) cut);
-		y++;
+		n++;
 		p += len;
 		if (*p == '\n')
 			p++;
 	}
-	return y;
+	return n;
 }
 
 /* The state of top between refreshes. */
 typedef struct Top
 {
-	const char *conninfo;
-	double		interval;
-	PGconn	   *conn;
-	QueueRate	rates[MAX_QUEUES];
-	int			nrates;
-	double		last; /* when the rates were last updated, 0 before */
-	bool		utf8;
+	const char	   *conninfo;
+	double			interval;
+	PGconn		   *conn;
+	QueueRate		rates[MAX_QUEUES];
+	int				nrates;
+	double			last; /* when the rates were last updated, 0 before */
+	bool			utf8;
+	char			head[256];	  /* the first line */
+	char			problem[256]; /* what went wrong at the last refresh */
+	PQExpBufferData body;		  /* throughput and tables: scrolled */
+	int				scroll;		  /* the body's first line shown */
+	int				nlines;		  /* the body's lines */
 } Top;
 
 static const struct option top_options[] = {
@@ -232,7 +249,6 @@ top_screen_start(Top *t)
 	noecho();
 	keypad(stdscr, TRUE);
 	curs_set(0);
-	timeout((int) (t->interval * 1000));
 	return saved_stderr;
 }
 
@@ -250,23 +266,36 @@ top_screen_end(int saved_stderr)
 
 /*
  * The throughput lines of the queues in queues (queue_stats' rows), the
- * rates updated for the time since the last refresh, into line.
+ * rates updated for the time since the last refresh, into line: a
+ * sparkline as long as the screen leaves room for.
  */
 static void
 top_throughput(Top *t, PGresult *queues, double now, PQExpBuffer line)
 {
+	int room = COLS - 36;
+
 	rates_update(t->rates, &t->nrates, queues, t->last > 0 ? now - t->last : 0);
 	t->last = now;
-	appendPQExpBufferStr(line, "Throughput (done/s, last 60 refreshes)\n");
+	appendPQExpBufferStr(line, "Throughput (done/s, last refreshes)\n");
 	for (int i = 0; i < t->nrates; i++)
 	{
 		QueueRate *q = &t->rates[i];
+		QueueRate  shown = *q;
 
 		if (!q->seen)
 			continue;
 		appendPQExpBuffer(line, "  %-20.20s %8.1f/s  ", q->name,
 						  q->nrates ? q->rates[q->nrates - 1] : 0.0);
-		sparkline(line, q, t->utf8);
+		/* The latest rates that fit. */
+		if (room < shown.nrates)
+		{
+			int drop = shown.nrates - Max(room, 0);
+
+			memmove(shown.rates, shown.rates + drop,
+					sizeof(double) * (shown.nrates - drop));
+			shown.nrates -= drop;
+		}
+		sparkline(line, &shown, t->utf8);
 		appendPQExpBufferChar(line, '\n');
 	}
 	appendPQExpBufferChar(line, '\n');
@@ -274,70 +303,138 @@ top_throughput(Top *t, PGresult *queues, double now, PQExpBuffer line)
 }
 
 /*
- * One refresh: reconnect if need be, render status's tables into out and
- * draw the screen: the head line, what went wrong if anything, the
- * throughput, the tables.
+ * One refresh: reconnect if need be, and render the head line, what went
+ * wrong if anything, and the body (the throughput, status's tables fitted
+ * to the screen's width) into t.
  */
 static void
-top_refresh(Top *t, PQExpBuffer out)
+top_refresh(Top *t)
 {
-	PGresult *queues = NULL;
-	double	  now = now_wall();
-	char	  head[256];
-	time_t	  wall = time(NULL);
-	struct tm tm;
-	int		  y;
-	int		  rc = EXIT_OK;
+	PGresult	   *queues = NULL;
+	double			now = now_wall();
+	time_t			wall = time(NULL);
+	struct tm		tm;
+	int				rc = EXIT_OK;
+	PQExpBufferData tables;
 
-	resetPQExpBuffer(out);
+	initPQExpBuffer(&tables);
 	if (t->conn == NULL || PQstatus(t->conn) != CONNECTION_OK)
 	{
 		PQfinish(t->conn);
 		t->conn = ctl_conn_connect(t->conninfo, true);
 	}
 	if (t->conn != NULL)
-		rc = ctl_status_render(t->conn, out, 5, &queues);
-	ctl_text_check(out);
+		rc = ctl_status_render(t->conn, &tables, 5, false, COLS, &queues);
+	ctl_text_check(&tables);
 	localtime_r(&wall, &tm);
-	snprintf(head, sizeof(head),
-			 "schedqctl top  %s@%s  %02d:%02d:%02d  (q quits)",
+	snprintf(t->head, sizeof(t->head), "schedqctl top  %s@%s  %02d:%02d:%02d",
 			 t->conn ? PQdb(t->conn) : "?",
 			 t->conn && PQhost(t->conn) ? PQhost(t->conn) : "", tm.tm_hour,
 			 tm.tm_min, tm.tm_sec);
-
-	erase();
-	y = draw_lines(0, head);
-	y++;
 	if (t->conn == NULL || rc == EXIT_CONNECT)
-		y = draw_lines(y, "connection lost: retrying every refresh\n");
+		snprintf(t->problem, sizeof(t->problem),
+				 "connection lost: retrying every refresh");
 	else if (rc != EXIT_OK)
-		y = draw_lines(y, "a query failed (see the server's log)\n");
+		snprintf(t->problem, sizeof(t->problem),
+				 "a query failed (see the server's log)");
+	else
+		t->problem[0] = '\0';
+
+	/* The last body stays while the server is away. */
 	if (queues != NULL)
 	{
-		PQExpBufferData line;
-
-		initPQExpBuffer(&line);
-		top_throughput(t, queues, now, &line);
-		y = draw_lines(y, line.data);
-		termPQExpBuffer(&line);
+		resetPQExpBuffer(&t->body);
+		top_throughput(t, queues, now, &t->body);
+		appendPQExpBufferStr(&t->body, tables.data);
+		ctl_text_check(&t->body);
 		PQclear(queues);
 	}
-	draw_lines(y, out->data);
+	termPQExpBuffer(&tables);
+}
+
+/*
+ * Draw the screen: the head line, the problem (or a blank line), the body
+ * from its scrolled line on, and the last line: which lines show, and the
+ * keys.
+ */
+static void
+top_draw(Top *t)
+{
+	int	 page = LINES - 3;
+	char foot[256];
+
+	erase();
+	draw_lines(0, 1, t->head, 0);
+	if (t->problem[0])
+		draw_lines(1, 2, t->problem, 0);
+	t->nlines = draw_lines(2, 2 + Max(page, 0), t->body.data, t->scroll);
+	snprintf(foot, sizeof(foot),
+			 "lines %d-%d of %d  Up/Down PgUp/PgDn Home/End scroll  q quits",
+			 t->nlines ? t->scroll + 1 : 0,
+			 Min(t->scroll + Max(page, 0), t->nlines), t->nlines);
+	if (LINES > 1)
+		draw_lines(LINES - 1, LINES, foot, 0);
 	refresh();
 }
 
 /*
- * schedqctl top: draw status's tables and the throughput every interval
- * until q is pressed.  Returns the exit code.
+ * Take a key: scroll, or say to refresh (a new size) or to quit.  Returns
+ * 'q' to quit, 'r' to refresh now, 0 otherwise.
+ */
+static int
+top_key(Top *t, int key)
+{
+	int page = Max(LINES - 3, 1);
+	int max = Max(t->nlines - page, 0);
+
+	switch (key)
+	{
+		case 'q':
+		case 'Q':
+			return 'q';
+		case KEY_UP:
+		case 'k':
+			t->scroll--;
+			break;
+		case KEY_DOWN:
+		case 'j':
+			t->scroll++;
+			break;
+		case KEY_PPAGE:
+			t->scroll -= page;
+			break;
+		case KEY_NPAGE:
+		case ' ':
+			t->scroll += page;
+			break;
+		case KEY_HOME:
+		case 'g':
+			t->scroll = 0;
+			break;
+		case KEY_END:
+		case 'G':
+			t->scroll = max;
+			break;
+		case KEY_RESIZE:
+			return 'r';
+		default:
+			break;
+	}
+	t->scroll = Max(Min(t->scroll, max), 0);
+	return 0;
+}
+
+/*
+ * schedqctl top: draw status's tables and the throughput every interval,
+ * scrolled by the keys, until q is pressed.  Returns the exit code.
  */
 int
 ctl_top_command(int argc, char **argv)
 {
-	Top				t;
-	PQExpBufferData out;
-	PGresult	   *res;
-	int				rc;
-	int				saved_stderr;
+	Top	   t;
+	int	   rc;
+	int	   saved_stderr;
+	double next = 0;
 
 	memset(&t, 0, sizeof(t));
 	t.interval = 1;
@@ -350,30 +447,42 @@ ctl_top_command(int argc, char **argv)
 	if (t.conn == NULL)
 		return EXIT_CONNECT;
 	/* A missing privilege is said plainly too, not on the screen. */
-	initPQExpBuffer(&out);
-	rc = ctl_status_render(t.conn, &out, 0, &res);
-	PQclear(res);
+	rc = ctl_privs_require(t.conn, &ctl_privs_status, "top");
 	if (rc != EXIT_OK)
 	{
-		termPQExpBuffer(&out);
 		PQfinish(t.conn);
 		return rc;
 	}
 
+	initPQExpBuffer(&t.body);
 	saved_stderr = top_screen_start(&t);
 	for (;;)
 	{
-		int key;
+		double now = now_wall();
+		int	   key;
 
-		top_refresh(&t, &out);
+		if (now >= next)
+		{
+			top_refresh(&t);
+			next = now + t.interval;
+			/* Keep the scroll within the new body. */
+			top_key(&t, 0);
+		}
+		top_draw(&t);
 		/* Wait for a key until the next refresh. */
+		timeout(Max((int) ((next - now_wall()) * 1000), 0));
 		key = getch();
-		if (key == 'q' || key == 'Q')
+		if (key == ERR)
+			continue;
+		key = top_key(&t, key);
+		if (key == 'q')
 			break;
+		if (key == 'r')
+			next = 0;
 	}
 	top_screen_end(saved_stderr);
 
-	termPQExpBuffer(&out);
+	termPQExpBuffer(&t.body);
 	for (int i = 0; i < t.nrates; i++)
 		pg_free(t.rates[i].name);
 	PQfinish(t.conn);

@@ -7,8 +7,10 @@
  *	  part of it lives in.  Each turn of the loop:
  *		1. reaps the programs that exited (workerchild.c) and reports them,
  *		   claiming for the slots they free (workerclaim.c);
- *		2. ends the worker when it is stopping and nothing runs, or when
- *		   the grace period ended without a server (workerstop.c);
+ *		2. checks that the command can still be run (else the worker
+ *		   drains: its fault, not the tasks'), and ends the worker when it
+ *		   drains, nothing runs and the wait for work has ended, or when the
+ *		   grace period ended without a server (workerstop.c);
  *		3. reconnects after a back-off if the connection broke
  *		   (workerconn.c), and starts the turn again;
  *		4. renews the leases that are due and kills the programs whose
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include "common/logging.h"
+#include "common/pg_prng.h"
 #include "worker.h"
 
 /* What a turn of the loop decided. */
@@ -171,6 +174,35 @@ ctl_worker_log_task(Worker *w, Slot *s, const char *outcome, int exit_code,
 }
 
 /*
+ * The worker's fault, not a task's (its command cannot be run, or a
+ * program could not be started): say why, stop claiming, let the running
+ * programs finish within --grace, and exit with code.  The first fault
+ * decides the code.
+ */
+void
+ctl_worker_fault(Worker *w, int code, const char *fmt, ...)
+{
+	char	msg[1024];
+	va_list ap;
+
+	if (w->fault != 0)
+		return;
+	w->fault = code;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ctl_worker_log(w, "error",
+				   "%s: no more claims; the worker exits with status %d once "
+				   "the tasks running end (at most %.0fs)",
+				   msg, code, w->grace);
+	if (!w->draining)
+	{
+		w->draining = true;
+		w->grace_end = ctl_worker_now() + w->grace;
+	}
+}
+
+/*
  * Claim for the free slots, or wait until a task comes.  Returns false
  * when the turn should start again at once: the claim failed, or it got
  * all it asked for and may get more.
@@ -178,7 +210,7 @@ ctl_worker_log_task(Worker *w, Slot *s, const char *outcome, int exit_code,
 static bool
 worker_claim_or_wait(Worker *w)
 {
-	if (w->stopping || w->conn == NULL || w->running >= w->concurrency)
+	if (w->draining || w->conn == NULL || w->running >= w->concurrency)
 		return true;
 	if (w->want_claim)
 	{
@@ -232,7 +264,7 @@ worker_poll(Worker *w, struct pollfd *fds, double next, int *exit_code)
 		*exit_code = EXIT_ERROR;
 		return TURN_QUIT;
 	}
-	/* A first signal has dropped the wait connection: nothing to read. */
+	/* A second signal has dropped the wait connection: nothing to read. */
 	if (wfd >= 0 && w->wconn != NULL && fds[wfd].revents != 0)
 		ctl_workerconn_await_input(w);
 	ctl_workerchild_read_all(w);
@@ -247,11 +279,21 @@ worker_turn(Worker *w, struct pollfd *fds, int *exit_code)
 	double next = now + 60;
 
 	ctl_workerchild_reap(w);
+	/* Before anything is claimed: can the command still be run? */
+	if (!w->draining && w->conn != NULL)
+	{
+		char why[256];
+
+		if (!ctl_workerchild_runnable(w, why, sizeof(why)))
+			ctl_worker_fault(w, EXIT_USAGE, "command \"%s\" cannot be run: %s",
+							 w->cmd[0], why);
+	}
 	/* Finished programs: report them and claim for them, one round trip. */
 	if (w->conn != NULL)
 		ctl_workerclaim_report_finished(w);
 
-	if (w->stopping && w->running == 0)
+	/* Stopped once nothing runs and the wait for work has ended. */
+	if (w->draining && w->running == 0 && !w->await_inflight)
 		return TURN_STOP;
 	if (ctl_workerstop_abandon(w))
 	{
@@ -261,14 +303,12 @@ worker_turn(Worker *w, struct pollfd *fds, int *exit_code)
 
 	if (w->conn == NULL && now >= w->reconnect_at)
 	{
-		if (ctl_workerconn_connect(w))
-			ctl_worker_log(w, "info", "reconnected");
+		char why[256];
+
+		if (ctl_workerconn_connect(w, why, sizeof(why)))
+			ctl_workerconn_say(w, "info", "reconnected", "reconnected");
 		else
-		{
-			PQfinish(w->conn);
-			w->conn = NULL;
-			ctl_workerconn_disconnect(w, "reconnect failed");
-		}
+			ctl_workerconn_disconnect(w, why);
 		return TURN_AGAIN;
 	}
 
@@ -278,6 +318,40 @@ worker_turn(Worker *w, struct pollfd *fds, int *exit_code)
 	if (w->conn == NULL && w->reconnect_at < next)
 		next = w->reconnect_at;
 	return worker_poll(w, fds, next, exit_code);
+}
+
+/*
+ * The first connection and what it checks before anything is claimed:
+ * schedq is installed (exit 4), --lease is an interval (exit 2), the
+ * role has every privilege a worker needs (exit 4, with the GRANTs).
+ * Returns the exit code, EXIT_OK to go on with w->conn.
+ */
+static int
+worker_start_checks(Worker *w)
+{
+	char why[256];
+	int	 rc;
+
+	if (!ctl_workerconn_connect(w, why, sizeof(why)))
+	{
+		if (w->conn == NULL)
+		{
+			/* Say why, once, the way the other commands do. */
+			PQfinish(ctl_conn_connect(w->conninfo, false));
+			return EXIT_CONNECT;
+		}
+		pg_log_error("worker: %s", why);
+		pg_log_error_hint("a superuser can run CREATE EXTENSION schedq there");
+		PQfinish(w->conn);
+		return EXIT_PRIVILEGE;
+	}
+	rc = w->lease ? ctl_check_cast(w->conn, w->lease, "interval", "--lease") :
+					EXIT_OK;
+	if (rc == EXIT_OK)
+		rc = ctl_privs_require(w->conn, &ctl_privs_worker, "worker");
+	if (rc != EXIT_OK)
+		PQfinish(w->conn);
+	return rc;
 }
 
 /*
@@ -292,11 +366,25 @@ ctl_worker_command(int argc, char **argv)
 	int			   exit_code = EXIT_OK;
 	WorkerTurn	   turn;
 	int			   rc;
+	char		   why[256];
 
 	memset(&w, 0, sizeof(w));
 	rc = ctl_workeropts_parse(argc, argv, &w);
 	if (rc >= 0)
 		return rc;
+
+	/* The command first: nothing is claimed for a command that cannot run. */
+	if (!ctl_workerchild_runnable(&w, why, sizeof(why)))
+	{
+		pg_log_error("worker: command \"%s\" cannot be run: %s", w.cmd[0], why);
+		pg_log_error_hint("give a path to an executable file, or the name of "
+						  "one in PATH, after -- "
+						  "(docs/guide/workers.md#the-command)");
+		return EXIT_USAGE;
+	}
+	pg_prng_seed(&pg_global_prng_state, (uint64) getpid() << 32 ^
+											(uint64) time(NULL) ^
+											(uint64) (ctl_worker_now() * 1e9));
 
 	w.slots = pg_malloc0(sizeof(Slot) * w.concurrency);
 	for (int i = 0; i < w.concurrency; i++)
@@ -306,12 +394,9 @@ ctl_worker_command(int argc, char **argv)
 	ctl_workerstop_install();
 
 	w.backoff = 0.1;
-	if (!ctl_workerconn_connect(&w))
-	{
-		/* Say why, once, the way the other commands do. */
-		PQfinish(ctl_conn_connect(w.conninfo, false));
-		return EXIT_CONNECT;
-	}
+	rc = worker_start_checks(&w);
+	if (rc != EXIT_OK)
+		return rc;
 	ctl_worker_log(&w, "info", "worker %s started: concurrency %d, command %s",
 				   w.name, w.concurrency, w.cmd[0]);
 
@@ -319,8 +404,11 @@ ctl_worker_command(int argc, char **argv)
 		;
 	if (turn == TURN_STOP)
 	{
-		ctl_worker_log(&w, "info", "worker stopped");
-		ctl_workerconn_drop_wait(&w);
+		if (w.fault != 0 && exit_code == EXIT_OK)
+			exit_code = w.fault;
+		ctl_worker_log(&w, "info", "worker stopped (exit status %d)",
+					   exit_code);
+		ctl_workerconn_drop_wait(&w, true);
 		PQfinish(w.conn);
 	}
 	pg_free(fds);

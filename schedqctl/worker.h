@@ -76,6 +76,8 @@ typedef struct Slot
 	double			next_hb;
 	double			expires;
 	SlotKill		killed;
+	int				not_run; /* the program could not be started: the exit
+							  * code of the worker's fault, else 0 */
 } Slot;
 
 /* The worker's settings and state. */
@@ -90,6 +92,7 @@ typedef struct Worker
 	char		name[256];
 	int			concurrency;
 	double		grace;
+	int			wait_s;
 	bool		json;
 	char	  **cmd;
 
@@ -104,8 +107,15 @@ typedef struct Worker
 	Slot   *slots;
 	int		running;  /* used slots */
 	int		stopping; /* signals received */
+	bool	draining; /* no more claims: a signal, or the worker's fault */
+	int		fault;	  /* the exit code of the worker's fault, else 0 */
 	double	grace_end;
 	bool	claimed_ok; /* a claim has succeeded */
+
+	/* Trouble: what was said since the last claim that worked. */
+	char said[8][200];
+	int	 nsaid;
+	int	 retries;
 } Worker;
 
 /* worker.c */
@@ -115,14 +125,19 @@ extern void	  ctl_worker_log(Worker *w, const char *level, const char *fmt, ...)
 	pg_attribute_printf(3, 4);
 extern void ctl_worker_log_task(Worker *w, Slot *s, const char *outcome,
 								int exit_code, const char *detail);
+extern void ctl_worker_fault(Worker *w, int code, const char *fmt, ...)
+	pg_attribute_printf(3, 4);
 
 /* workeropts.c */
 extern int ctl_workeropts_parse(int argc, char **argv, Worker *w);
 
 /* workerconn.c */
-extern bool		   ctl_workerconn_connect(Worker *w);
-extern void		   ctl_workerconn_disconnect(Worker *w, const char *why);
-extern void		   ctl_workerconn_drop_wait(Worker *w);
+extern bool ctl_workerconn_connect(Worker *w, char *why, size_t len);
+extern void ctl_workerconn_say(Worker *w, const char *level, const char *key,
+							   const char *fmt, ...) pg_attribute_printf(4, 5);
+extern void ctl_workerconn_working(Worker *w);
+extern void ctl_workerconn_disconnect(Worker *w, const char *why);
+extern void ctl_workerconn_drop_wait(Worker *w, bool cancel);
 extern WorkerCheck ctl_workerconn_check(Worker *w, PGresult *res,
 										const char *what);
 extern void		   ctl_workerconn_await(Worker *w);
@@ -133,6 +148,7 @@ extern int ctl_workerclaim_claim(Worker *w, int n);
 extern int ctl_workerclaim_report_finished(Worker *w);
 
 /* workerchild.c */
+extern bool	 ctl_workerchild_runnable(Worker *w, char *why, size_t len);
 extern bool	 ctl_workerchild_start(Worker *w, Slot *s, const char *payload,
 								   const char *run_id, char *errbuf,
 								   size_t errlen);

@@ -5,6 +5,12 @@
  *	  Here are its process, its input and output, its end, and what its
  *	  output becomes.
  *
+ *	  The command is looked up as execvp looks it up before the worker
+ *	  claims anything and before each claim (ctl_workerchild_runnable), and
+ *	  a program that cannot be executed says so to the worker through a
+ *	  close-on-exec pipe: either is the worker's fault, not the task's
+ *	  (workerclaim.c gives the task back).
+ *
  *	  Each program runs in its own process group (so that killing it kills
  *	  whatever it started), with default signal handling, the payload on
  *	  stdin and SCHEDQ_TASK_ID, SCHEDQ_ATTEMPT, SCHEDQ_KIND, SCHEDQ_QUEUE
@@ -27,6 +33,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,14 +81,99 @@ payload_file(const char *payload, char *errbuf, size_t errlen)
 }
 
 /*
+ * Whether path names a file this process may execute: a regular file
+ * with execute permission.  Says why not, as errno would (ENOENT also
+ * for a path that cannot be looked at).
+ */
+static bool
+child_executable(const char *path, int *err)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+	{
+		*err = errno == EACCES ? ENOENT : errno;
+		return false;
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		*err = S_ISDIR(st.st_mode) ? EISDIR : EACCES;
+		return false;
+	}
+	if (access(path, X_OK) != 0)
+	{
+		*err = errno;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Whether the worker's command can be run: found as execvp finds it (a
+ * name with a slash is a path; another is looked up in each directory of
+ * PATH, or of /bin:/usr/bin without PATH, an empty entry meaning the
+ * current directory) and executable.  Says why not: for a name looked up,
+ * the first file of that name that is there but cannot be executed, or
+ * that none is in PATH.  Checked before the worker claims anything, and
+ * before each claim, so that a command that cannot run never fails a
+ * task.
+ */
+bool
+ctl_workerchild_runnable(Worker *w, char *why, size_t len)
+{
+	const char *name = w->cmd[0];
+	const char *path;
+	char	   *copy;
+	int			err;
+	bool		found = false;
+
+	if (name[0] == '\0')
+	{
+		snprintf(why, len, "the command is empty");
+		return false;
+	}
+	if (strchr(name, '/') != NULL)
+	{
+		if (child_executable(name, &err))
+			return true;
+		snprintf(why, len, "%s", strerror(err));
+		return false;
+	}
+	path = getenv("PATH");
+	copy = pg_strdup(path ? path : "/bin:/usr/bin");
+	snprintf(why, len, "not found in PATH");
+	for (char *dir = copy, *next; dir != NULL && !found; dir = next)
+	{
+		char *candidate;
+		bool  first = strcmp(why, "not found in PATH") == 0;
+
+		next = strchr(dir, ':');
+		if (next)
+			*next++ = '\0';
+		candidate = psprintf("%s%s%s", dir, dir[0] ? "/" : "", name);
+		found = child_executable(candidate, &err);
+		/* As execvp: one that is there but cannot run says more. */
+		if (!found && err != ENOENT && err != ENOTDIR && first)
+			snprintf(why, len, "%s: %s", candidate, strerror(err));
+		pg_free(candidate);
+	}
+	pg_free(copy);
+	return found;
+}
+
+/*
  * In the child after fork: its own process group, default signals, the
  * payload and the pipes as stdin, stdout and stderr, the task in the
- * environment; then the command.  Never returns.
+ * environment; then the command.  If it cannot be executed, errno goes
+ * to the parent through exec_fd (close-on-exec: closed by a successful
+ * exec).  Never returns.
  */
 static void
 child_exec(Worker *w, Slot *s, int in_fd, const int outp[2], const int errp[2],
-		   const char *run_id)
+		   int exec_fd, const char *run_id)
 {
+	int err;
+
 	sigset_t none;
 
 	setpgid(0, 0);
@@ -105,14 +197,35 @@ child_exec(Worker *w, Slot *s, int in_fd, const int outp[2], const int errp[2],
 	setenv("SCHEDQ_QUEUE", s->queue, 1);
 	setenv("SCHEDQ_RUN_ID", run_id, 1);
 	execvp(w->cmd[0], w->cmd);
-	/* On the program's stderr: the error of the attempt. */
-	fprintf(stderr, "schedqctl: could not run \"%s\": %m\n", w->cmd[0]);
+	err = errno;
+	if (write(exec_fd, &err, sizeof(err)) != sizeof(err))
+	{
+		/* The parent sees an exit status of 127 instead. */
+	}
 	_exit(127);
 }
 
 /*
+ * After fork: whether the child executed the command, or the errno of its
+ * failure (*err), read from the pipe it closes by executing.
+ */
+static bool
+child_executed(int exec_fd, int *err)
+{
+	ssize_t n;
+
+	do
+		n = read(exec_fd, err, sizeof(*err));
+	while (n < 0 && errno == EINTR);
+	return n != (ssize_t) sizeof(*err);
+}
+
+/*
  * Start the program for the task claimed into slot s.  Returns false, with
- * errbuf saying why, if it could not be started.
+ * errbuf saying why and s->not_run the exit code of the worker's fault, if
+ * it could not be started: EXIT_USAGE if the command could not be
+ * executed, EXIT_ERROR if the system refused a resource (a file, a pipe,
+ * a process).
  */
 bool
 ctl_workerchild_start(Worker *w, Slot *s, const char *payload,
@@ -120,9 +233,12 @@ ctl_workerchild_start(Worker *w, Slot *s, const char *payload,
 {
 	int	  outp[2];
 	int	  errp[2];
+	int	  execp[2];
 	int	  in_fd;
+	int	  err;
 	pid_t pid;
 
+	s->not_run = EXIT_ERROR;
 	in_fd = payload_file(payload, errbuf, errlen);
 	if (in_fd < 0)
 		return false;
@@ -140,6 +256,16 @@ ctl_workerchild_start(Worker *w, Slot *s, const char *payload,
 		close(outp[1]);
 		return false;
 	}
+	if (pipe2(execp, O_CLOEXEC) < 0)
+	{
+		snprintf(errbuf, errlen, "could not create a pipe: %m");
+		close(in_fd);
+		close(outp[0]);
+		close(outp[1]);
+		close(errp[0]);
+		close(errp[1]);
+		return false;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
@@ -150,15 +276,33 @@ ctl_workerchild_start(Worker *w, Slot *s, const char *payload,
 		close(outp[1]);
 		close(errp[0]);
 		close(errp[1]);
+		close(execp[0]);
+		close(execp[1]);
 		return false;
 	}
 	if (pid == 0)
-		child_exec(w, s, in_fd, outp, errp, run_id);
+		child_exec(w, s, in_fd, outp, errp, execp[1], run_id);
 	/* Both sides set the group, so a kill right after fork finds it. */
 	setpgid(pid, pid);
 	close(in_fd);
 	close(outp[1]);
 	close(errp[1]);
+	close(execp[1]);
+	if (!child_executed(execp[0], &err))
+	{
+		snprintf(errbuf, errlen, "could not run \"%s\": %s", w->cmd[0],
+				 strerror(err));
+		close(execp[0]);
+		close(outp[0]);
+		close(errp[0]);
+		/* It exits at once; reaped here, not by the loop. */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		s->not_run = EXIT_USAGE;
+		return false;
+	}
+	close(execp[0]);
+	s->not_run = 0;
 	ctl_worker_nonblock_cloexec(outp[0]);
 	ctl_worker_nonblock_cloexec(errp[0]);
 	s->pid = pid;
@@ -307,7 +451,7 @@ ctl_workerchild_kill_all(Worker *w)
 bool
 ctl_workerchild_done(const Slot *s)
 {
-	return s->killed == KILL_NONE && WIFEXITED(s->wstatus) &&
+	return s->not_run == 0 && s->killed == KILL_NONE && WIFEXITED(s->wstatus) &&
 		   WEXITSTATUS(s->wstatus) == 0;
 }
 

@@ -21,6 +21,12 @@
  *	  each task is reported on its own, which shrinks a result the server
  *	  refuses, and the claim is made on its own.
  *
+ *	  A program that could not be run (exit 126 or 127, or not started at
+ *	  all) did not fail its task: the worker's command is at fault.  The
+ *	  task is given back by fail with a retry delay of zero (the API has no
+ *	  other way; its attempt counts), logged "returned", and the worker
+ *	  stops claiming and exits (worker.c's ctl_worker_fault).
+ *
  *	  Reports are guarded by the token: a complete that returns false or a
  *	  fail that returns 'stale' lost its lease; that is logged and never
  *	  retried.  A report that could not be sent because the connection
@@ -131,7 +137,7 @@ report_done(Worker *w, Slot *s, int code)
  */
 static bool
 report_failed(Worker *w, Slot *s, int code, const char *prefix,
-			  const char *retry_in, bool permanent)
+			  const char *retry_in, bool permanent, bool returned)
 {
 	char	   *error = ctl_workerchild_error(s, prefix);
 	const char *values[4] = { s->token, error, retry_in,
@@ -145,11 +151,14 @@ report_failed(Worker *w, Slot *s, int code, const char *prefix,
 	{
 		const char *status = PQgetvalue(res, 0, 0);
 
+		bool again =
+			strcmp(status, "pending") == 0 || strcmp(status, "available") == 0;
+
 		ctl_worker_log_task(w, s,
-							s->killed == KILL_TIMEOUT	   ? "timeout" :
-							strcmp(status, "pending") == 0 ? "retry" :
-							strcmp(status, "stale") == 0   ? "stale" :
-															 status,
+							s->killed == KILL_TIMEOUT ? "timeout" :
+							again && returned		  ? "returned" :
+							again					  ? "retry" :
+														status,
 							code, error);
 	}
 	else if (rc == CHECK_REFUSED)
@@ -160,11 +169,37 @@ report_failed(Worker *w, Slot *s, int code, const char *prefix,
 }
 
 /*
+ * A program that could not be run, not the task's failure: the worker's
+ * fault (its command is missing or not executable, or the system refused
+ * a resource).  The task is given back: failed for a retry at once, with
+ * an error that says it did not run; the API has no way to return an
+ * attempt, so the attempt counts, and a task on its last attempt fails.
+ * The worker stops claiming (ctl_worker_fault).  Returns false if the
+ * connection broke.
+ */
+static bool
+report_not_run(Worker *w, Slot *s, int code, int fault, const char *why)
+{
+	char prefix[512];
+
+	snprintf(prefix, sizeof(prefix),
+			 "not run: the worker could not run its command (%s); given "
+			 "back",
+			 why);
+	ctl_worker_fault(w, fault,
+					 "task %s: the command \"%s\" could not be run "
+					 "(%s)",
+					 s->id, w->cmd[0], why);
+	return report_failed(w, s, code, prefix, "0", false, true);
+}
+
+/*
  * Report a finished program on its own: how it ended decides between
  * complete and fail (retried at once after a shutdown, for good after an
- * exit status other than 75).  Returns false if the connection broke
- * before the answer came: the slot stays and the report is sent again
- * after reconnecting.
+ * exit status other than 75; given back after 126 or 127, the shell's
+ * "cannot execute" and "not found").  Returns false if the connection
+ * broke before the answer came: the slot stays and the report is sent
+ * again after reconnecting.
  */
 static bool
 report_one(Worker *w, Slot *s)
@@ -180,6 +215,17 @@ report_one(Worker *w, Slot *s)
 							"the task is no longer this worker's (canceled "
 							"or reclaimed); nothing reported");
 		return true;
+	}
+	if (s->not_run != 0)
+	{
+		/* Why it did not start is the error, not a program's stderr. */
+		char *why = pg_strdup(s->err.data);
+		bool  ok;
+
+		resetPQExpBuffer(&s->err);
+		ok = report_not_run(w, s, -1, s->not_run, why);
+		pg_free(why);
+		return ok;
 	}
 	if (s->killed == KILL_TIMEOUT)
 		snprintf(prefix, sizeof(prefix),
@@ -197,6 +243,12 @@ report_one(Worker *w, Slot *s)
 		code = WEXITSTATUS(s->wstatus);
 		if (code == 0)
 			return report_done(w, s, code);
+		if (code == 126 || code == 127)
+		{
+			snprintf(prefix, sizeof(prefix), "exit status %d: %s", code,
+					 code == 126 ? "cannot execute" : "not found");
+			return report_not_run(w, s, code, EXIT_USAGE, prefix);
+		}
 		snprintf(prefix, sizeof(prefix), "exit status %d%s", code,
 				 code == EX_TEMPFAIL ? " (EX_TEMPFAIL)" : "");
 		permanent = (code != EX_TEMPFAIL);
@@ -204,7 +256,7 @@ report_one(Worker *w, Slot *s)
 	else
 		snprintf(prefix, sizeof(prefix), "killed by signal %d",
 				 WTERMSIG(s->wstatus));
-	return report_failed(w, s, code, prefix, retry_in, permanent);
+	return report_failed(w, s, code, prefix, retry_in, permanent, false);
 }
 
 /*
@@ -224,7 +276,8 @@ claim_error_is_ours(const char *state)
 
 /*
  * Start the program of row i of a claim's answer in the free slot s.  A
- * program that cannot be started fails its attempt for a retry.
+ * program that cannot be started is the worker's fault: its task is given
+ * back (report_not_run).
  */
 static void
 claim_start(Worker *w, PGresult *res, int i, Slot *s)
@@ -251,8 +304,6 @@ claim_start(Worker *w, PGresult *res, int i, Slot *s)
 	{
 		appendPQExpBufferStr(&s->err, err);
 		s->pid = 0;
-		/* As if it exited with EX_TEMPFAIL: retried. */
-		s->wstatus = EX_TEMPFAIL << 8;
 		if (report_one(w, s))
 			ctl_workerchild_free(w, s);
 	}
@@ -290,13 +341,16 @@ claim_take(Worker *w, PGresult *res)
 			if (!w->claimed_ok && ours)
 			{
 				ctl_workerchild_kill_all(w);
-				exit(EXIT_ERROR);
+				exit(state[0] == '2' || (state[0] == '5' && state[1] == '4') ?
+						 EXIT_USAGE :
+						 EXIT_ERROR);
 			}
 			ctl_workerconn_disconnect(w, "claim failed");
 		}
 		return -1;
 	}
 	w->claimed_ok = true;
+	ctl_workerconn_working(w);
 	got = PQntuples(res);
 	for (int i = 0, j = 0; i < got; i++)
 	{
@@ -567,7 +621,7 @@ ctl_workerclaim_report_finished(Worker *w)
 		batch_free(&b);
 		return -1;
 	}
-	if (b.ndone > 0 && !w->stopping)
+	if (b.ndone > 0 && !w->draining)
 	{
 		/* One transaction: verify_grant, then complete_and_claim. */
 		want = w->concurrency - w->running + b.ndone;
@@ -606,7 +660,7 @@ ctl_workerclaim_report_finished(Worker *w)
 		nparams[nq] = 2;
 		values[nq++] = complete_values;
 	}
-	else if (!w->stopping && w->want_claim && w->running < w->concurrency)
+	else if (!w->draining && w->want_claim && w->running < w->concurrency)
 	{
 		want = w->concurrency - w->running;
 		snprintf(nbuf, sizeof(nbuf), "%d", want);

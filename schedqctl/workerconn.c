@@ -12,39 +12,116 @@
  *	  reading the programs' output, renewing leases and reaping children
  *	  while it waits for work; await_task holds no snapshot and no lock
  *	  while it sleeps.  When it answers (a task came, or its wait ended)
- *	  the loop claims again.
+ *	  the loop claims again.  A stop lets the wait end (--wait, 5 s) and
+ *	  then closes the connection between statements: canceling it would
+ *	  leave an ERROR in the server's log at every clean shutdown.
  *
- *	  A broken connection drops both, and the loop reconnects after a
- *	  back-off of 0.1 s doubling to 30 s, while the programs keep running;
- *	  what could not be reported is reported after reconnecting
- *	  (workerclaim.c).  A missing privilege, or a database without schedq,
- *	  ends the worker with exit 4: no task could be worked on.
+ *	  Each connection made checks that schedq is installed (a read of
+ *	  pg_extension, which no server logs as an error).  A broken
+ *	  connection, or one that cannot work (schedq dropped, a claim that
+ *	  fails), drops both, and the loop reconnects after a back-off of 0.1 s
+ *	  doubling to 30 s, each delay jittered by +-25 % so that workers cut
+ *	  off together do not come back together, while the programs keep
+ *	  running; what could not be reported is reported after reconnecting
+ *	  (workerclaim.c).  The back-off starts again only when a claim (or a
+ *	  wait) works, not when a connection is made: a server that takes
+ *	  connections but cannot hand out tasks is not retried ten times a
+ *	  second.  While it retries, the worker says each reason once; when a
+ *	  claim works again it says so.  A missing privilege ends the worker
+ *	  with exit 4, as does a database without schedq at the start: no task
+ *	  could be worked on.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
 
+#include <poll.h>
+
 #include "common/logging.h"
+#include "common/pg_prng.h"
 #include "worker.h"
 
+#define BACKOFF_FIRST 0.1
+#define BACKOFF_MAX	  30.0
+
 /*
- * Connect the control connection and read schedq.max_payload, the largest
- * result the server takes.  Returns false if either failed.
+ * Log a line at level, unless its key was said since the last claim that
+ * worked: a retry for the same reason is not said again.
+ */
+void
+ctl_workerconn_say(Worker *w, const char *level, const char *key,
+				   const char *fmt, ...)
+{
+	char	msg[1024];
+	va_list ap;
+
+	for (int i = 0; i < w->nsaid; i++)
+		if (strncmp(w->said[i], key, sizeof(w->said[i]) - 1) == 0)
+			return;
+	if (w->nsaid < (int) lengthof(w->said))
+		strlcpy(w->said[w->nsaid++], key, sizeof(w->said[0]));
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ctl_worker_log(w, level, "%s", msg);
+}
+
+/*
+ * A claim (or a wait) worked: the back-off starts again, and after
+ * retries that were not all said, the worker says it works again.
+ */
+void
+ctl_workerconn_working(Worker *w)
+{
+	if (w->retries > 1)
+		ctl_worker_log(w, "info", "claiming again after %d retries",
+					   w->retries);
+	w->nsaid = 0;
+	w->retries = 0;
+	w->backoff = BACKOFF_FIRST;
+}
+
+/*
+ * Connect the control connection, check that schedq is installed and read
+ * schedq.max_payload, the largest result the server takes.  Returns false
+ * with why set if either failed; w->conn is then NULL, but when the
+ * connection was made and schedq is missing (said by why).
  */
 bool
-ctl_workerconn_connect(Worker *w)
+ctl_workerconn_connect(Worker *w, char *why, size_t len)
 {
 	PGresult *res;
 	long long max;
+	char	 *failed = NULL;
 
-	w->conn = ctl_conn_connect(w->conninfo, true);
+	w->conn = ctl_conn_open(w->conninfo, &failed, NULL);
 	if (w->conn == NULL)
-		return false;
-	res = PQexecParams(w->conn,
-					   "SELECT pg_catalog.pg_size_bytes(pg_catalog."
-					   "current_setting('schedq.max_payload', true))",
-					   0, NULL, NULL, NULL, NULL, 0);
-	if (ctl_workerconn_check(w, res, "max_payload") != CHECK_OK)
 	{
+		/* libpq's words, first line: one reason, said once. */
+		snprintf(why, len, "could not connect: %s", failed);
+		why[strcspn(why, "\n")] = '\0';
+		pg_free(failed);
+		return false;
+	}
+	res = PQexec(w->conn,
+				 "SELECT pg_catalog.pg_size_bytes(pg_catalog.current_setting("
+				 "'schedq.max_payload', true)), EXISTS (SELECT FROM "
+				 "pg_catalog.pg_extension WHERE extname = 'schedq')");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		char *msg = ctl_conn_message(w->conn, res);
+
+		snprintf(why, len, "%s", msg);
+		why[strcspn(why, "\n")] = '\0';
+		pg_free(msg);
+		PQclear(res);
+		PQfinish(w->conn);
+		w->conn = NULL;
+		return false;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0)
+	{
+		snprintf(why, len, "schedq is not installed in database \"%s\"",
+				 PQdb(w->conn));
 		PQclear(res);
 		return false;
 	}
@@ -53,55 +130,99 @@ ctl_workerconn_connect(Worker *w)
 	if (max <= 0 || max > OUT_CAP)
 		max = OUT_CAP;
 	w->max_result = (size_t) max;
-	w->backoff = 0.1;
 	w->want_claim = true;
 	return true;
 }
 
 /*
- * Close the wait connection.  A wait in progress is canceled first, so that
- * its backend ends now rather than when the wait would have.
+ * Close the wait connection.  A wait in progress is canceled first when
+ * cancel is true (the connection broke, or a second signal), so that its
+ * backend ends now rather than when the wait would have; its answer is
+ * awaited for a second, so that the backend is not left writing to a
+ * closed socket.  Without cancel, the connection must be idle.
  */
 void
-ctl_workerconn_drop_wait(Worker *w)
+ctl_workerconn_drop_wait(Worker *w, bool cancel)
 {
-	if (w->wconn != NULL && w->await_inflight)
+	if (w->wconn != NULL && w->await_inflight && cancel)
 	{
-		PGcancel *cancel = PQgetCancel(w->wconn);
-		char	  errbuf[256];
+		PGcancel	 *c = PQgetCancel(w->wconn);
+		char		  errbuf[256];
+		double		  until = ctl_worker_now() + 1;
+		struct pollfd pfd;
 
-		if (cancel)
+		if (c)
 		{
-			PQcancel(cancel, errbuf, sizeof(errbuf));
-			PQfreeCancel(cancel);
+			PQcancel(c, errbuf, sizeof(errbuf));
+			PQfreeCancel(c);
 		}
+		pfd.fd = PQsocket(w->wconn);
+		pfd.events = POLLIN;
+		while (pfd.fd >= 0 && PQisBusy(w->wconn) && ctl_worker_now() < until &&
+			   poll(&pfd, 1, 100) >= 0 && PQconsumeInput(w->wconn))
+			;
 	}
 	PQfinish(w->wconn);
 	w->wconn = NULL;
 	w->await_inflight = false;
 }
 
-/* The connection broke: drop both, reconnect after a back-off. */
+/*
+ * The connection broke, or cannot work: drop both, reconnect after the
+ * back-off, jittered; the next back-off is twice as long, up to 30 s.
+ */
 void
 ctl_workerconn_disconnect(Worker *w, const char *why)
 {
-	ctl_worker_log(w, "warning", "connection lost (%s); reconnecting in %.1fs",
-				   why, w->backoff);
+	double delay =
+		w->backoff * (0.75 + 0.5 * pg_prng_double(&pg_global_prng_state));
+	char key[200];
+
+	snprintf(key, sizeof(key), "connection lost (%s)", why);
+	ctl_workerconn_say(w, "warning", key,
+					   "%s; reconnecting in %.1fs, then with back-off up to "
+					   "%.0fs (the same reason is said once)",
+					   key, delay, BACKOFF_MAX);
+	w->retries++;
 	PQfinish(w->conn);
 	w->conn = NULL;
-	ctl_workerconn_drop_wait(w);
-	w->reconnect_at = ctl_worker_now() + w->backoff;
-	w->backoff = w->backoff * 2 > 30 ? 30 : w->backoff * 2;
+	ctl_workerconn_drop_wait(w, true);
+	w->reconnect_at = ctl_worker_now() + delay;
+	w->backoff = Min(w->backoff * 2, BACKOFF_MAX);
+}
+
+/*
+ * A refusal that ends the worker: a missing privilege (exit 4, with the
+ * GRANTs), or, before any claim worked, a database without schedq.
+ * Returns false when the refusal is not such.  Once a claim has worked, a
+ * schedq that vanished (dropped, to be created again) is retried.
+ */
+static bool
+conn_fatal(Worker *w, PGconn *conn, PGresult *res, const char *what)
+{
+	bool missing = ctl_conn_schedq_missing(conn, res);
+
+	if (!(missing && !w->claimed_ok) &&
+		!(ctl_conn_refusal_is_privilege(res) && !missing))
+		return false;
+	/* Said with the other commands' hint; the programs are killed. */
+	ctl_conn_check(conn, res, &ctl_privs_worker, what);
+	ctl_workerchild_kill_all(w);
+	exit(EXIT_PRIVILEGE);
 }
 
 /*
  * Check a result of the control connection: CHECK_OK on success,
  * CHECK_LOST on a broken connection (now dropped), CHECK_REFUSED on an
- * error (logged).  A missing privilege ends the worker.
+ * error (logged, once per reason while retrying).  A missing privilege
+ * ends the worker.
  */
 WorkerCheck
 ctl_workerconn_check(Worker *w, PGresult *res, const char *what)
 {
+	char *msg;
+	char  key[200];
+
 	if (res && (PQresultStatus(res) == PGRES_TUPLES_OK ||
 				PQresultStatus(res) == PGRES_COMMAND_OK))
 		return CHECK_OK;
@@ -110,15 +231,11 @@ ctl_workerconn_check(Worker *w, PGresult *res, const char *what)
 		ctl_workerconn_disconnect(w, what);
 		return CHECK_LOST;
 	}
-	if (ctl_conn_refusal_is_privilege(res))
-	{
-		/* Said with the other commands' hint; the programs are killed. */
-		ctl_conn_check(w->conn, res, CTL_ROLE_WORKER, what);
-		ctl_workerchild_kill_all(w);
-		exit(EXIT_PRIVILEGE);
-	}
-	ctl_worker_log(w, "error", "%s: %s", what,
-				   res ? PQresultErrorMessage(res) : PQerrorMessage(w->conn));
+	conn_fatal(w, w->conn, res, what);
+	msg = ctl_conn_message(w->conn, res);
+	snprintf(key, sizeof(key), "%s: %s", what, msg);
+	ctl_workerconn_say(w, "error", key, "%s", key);
+	pg_free(msg);
 	return CHECK_REFUSED;
 }
 
@@ -130,7 +247,7 @@ ctl_workerconn_await(Worker *w)
 
 	if (w->wconn == NULL)
 	{
-		w->wconn = ctl_conn_connect(w->conninfo, true);
+		w->wconn = ctl_conn_open(w->conninfo, NULL, NULL);
 		if (w->wconn == NULL)
 		{
 			ctl_workerconn_disconnect(w, "wait connection");
@@ -149,14 +266,15 @@ ctl_workerconn_await(Worker *w)
 }
 
 /*
- * The wait connection has input: if await_task has answered, claim again.
- * A failed wait backs off as a broken connection does, rather than spin.
+ * The wait connection has input: if await_task has answered, claim again
+ * (or, while draining, close it: it is idle now).  A failed wait backs
+ * off as a broken connection does, rather than spin.
  */
 void
 ctl_workerconn_await_input(Worker *w)
 {
 	PGresult *res;
-	bool	  failed = false;
+	char	 *failed = NULL;
 
 	if (!PQconsumeInput(w->wconn))
 	{
@@ -168,22 +286,32 @@ ctl_workerconn_await_input(Worker *w)
 	while ((res = PQgetResult(w->wconn)) != NULL)
 	{
 		if (PQresultStatus(res) != PGRES_TUPLES_OK &&
-			PQresultStatus(res) != PGRES_COMMAND_OK)
+			PQresultStatus(res) != PGRES_COMMAND_OK && failed == NULL)
 		{
-			if (ctl_conn_refusal_is_privilege(res))
+			/* As ctl_workerconn_check, but the programs are left. */
+			if (ctl_conn_refusal_is_privilege(res) &&
+				!ctl_conn_schedq_missing(w->wconn, res))
 			{
-				/* As ctl_workerconn_check, but the programs are left. */
-				ctl_conn_check(w->wconn, res, CTL_ROLE_WORKER, "await_task");
+				ctl_conn_check(w->wconn, res, &ctl_privs_worker, "await_task");
 				exit(EXIT_PRIVILEGE);
 			}
-			failed = true;
-			ctl_worker_log(w, "error", "await_task: %s",
-						   PQresultErrorMessage(res));
+			failed = ctl_conn_message(w->wconn, res);
 		}
 		PQclear(res);
 	}
 	w->await_inflight = false;
 	w->want_claim = true;
 	if (failed)
-		ctl_workerconn_disconnect(w, "await_task failed");
+	{
+		char why[200];
+
+		snprintf(why, sizeof(why), "await_task: %s", failed);
+		why[strcspn(why, "\n")] = '\0';
+		pg_free(failed);
+		ctl_workerconn_disconnect(w, why);
+	}
+	else if (w->draining)
+		ctl_workerconn_drop_wait(w, false);
+	else
+		ctl_workerconn_working(w);
 }

@@ -65,7 +65,7 @@ ctl_workerlease_tend(Worker *w, double *next)
 			heartbeat(w, s, now);
 		if (now >= s->expires)
 			ctl_workerchild_kill(s, w->conn != NULL ? KILL_TIMEOUT : KILL_LOST);
-		if (w->stopping && now >= w->grace_end)
+		if (w->draining && now >= w->grace_end)
 			ctl_workerchild_kill(s, KILL_SHUTDOWN);
 		if (s->killed == KILL_NONE)
 		{
@@ -75,6 +75,6 @@ ctl_workerlease_tend(Worker *w, double *next)
 				*next = s->expires;
 		}
 	}
-	if (w->stopping && w->grace_end < *next)
+	if (w->draining && w->grace_end < *next)
 		*next = w->grace_end;
 }

@@ -57,11 +57,11 @@ ctl_workeropts_parse(int argc, char **argv, Worker *w)
 {
 	PQExpBufferData queues;
 	int				c;
-	int				wait_s = 30;
 	char		   *end;
 
 	w->concurrency = 1;
 	w->grace = 30;
+	w->wait_s = 5;
 	initPQExpBuffer(&queues);
 	appendPQExpBufferChar(&queues, '{');
 
@@ -90,6 +90,8 @@ ctl_workeropts_parse(int argc, char **argv, Worker *w)
 					return EXIT_USAGE;
 				break;
 			case 'l':
+				if (!ctl_check_interval_unit(optarg, "--lease"))
+					return EXIT_USAGE;
 				w->lease = optarg;
 				break;
 			case 'g':
@@ -104,7 +106,7 @@ ctl_workeropts_parse(int argc, char **argv, Worker *w)
 				snprintf(w->name, sizeof(w->name), "%s", optarg);
 				break;
 			case 'w':
-				if (!option_parse_int(optarg, "--wait", 1, 3600, &wait_s))
+				if (!option_parse_int(optarg, "--wait", 1, 3600, &w->wait_s))
 					return EXIT_USAGE;
 				break;
 			case 'j':
@@ -131,7 +133,7 @@ ctl_workeropts_parse(int argc, char **argv, Worker *w)
 		termPQExpBuffer(&queues);
 	if (w->caps_param == NULL)
 		w->caps_param = pg_strdup("{}");
-	snprintf(w->wait, sizeof(w->wait), "%d seconds", wait_s);
+	snprintf(w->wait, sizeof(w->wait), "%d seconds", w->wait_s);
 	if (w->name[0] == '\0')
 		default_name(w);
 	return -1;

@@ -4,14 +4,16 @@
  *
  *	  Signals go through a self-pipe into the poll loop: the handler only
  *	  writes the signal's number, the loop acts on it.  SIGCHLD wakes the
- *	  loop to reap (workerchild.c).  SIGTERM or SIGINT: stop claiming, stop
- *	  waiting for work, let running programs finish for --grace seconds,
- *	  then kill them and fail their attempts for an immediate retry
- *	  (workerlease.c kills, workerclaim.c reports), and exit 0.  A second
- *	  signal kills the programs and exits 1 at once, reporting nothing:
- *	  their leases expire and the reaper retries them.  Without a server
- *	  at the end of the grace period, what is left unreported is the
- *	  reaper's too, and the worker exits 3.
+ *	  loop to reap (workerchild.c).  SIGTERM or SIGINT: stop claiming, let
+ *	  running programs finish for --grace seconds, then kill them and fail
+ *	  their attempts for an immediate retry (workerlease.c kills,
+ *	  workerclaim.c reports), let the wait for work end by itself (within
+ *	  --wait seconds: a canceled statement would be an ERROR in the
+ *	  server's log), and exit 0.  A second signal kills the programs,
+ *	  cancels the wait and exits 1 at once, reporting nothing: their
+ *	  leases expire and the reaper retries them.  Without a server at the
+ *	  end of the grace period, what is left unreported is the reaper's
+ *	  too, and the worker exits 3.
  *
  *	  fe_utils/cancel.h is not used: its SIGINT handler cancels one query
  *	  and lets the program go on, where the worker drains.
@@ -89,11 +91,15 @@ ctl_workerstop_signals(Worker *w)
 			{
 				ctl_worker_log(w, "info",
 							   "signal %d: no more claims; %d task(s) "
-							   "running, %.0fs to finish",
-							   sigs[i], w->running, w->grace);
-				w->grace_end = ctl_worker_now() + w->grace;
-				/* Stop waiting for work. */
-				ctl_workerconn_drop_wait(w);
+							   "running, %.0fs to finish%s",
+							   sigs[i], w->running, w->grace,
+							   w->await_inflight ?
+								   "; the wait for work ends within --wait" :
+								   "");
+				/* A fault may have started the drain: its grace holds. */
+				if (!w->draining)
+					w->grace_end = ctl_worker_now() + w->grace;
+				w->draining = true;
 			}
 			else
 			{
@@ -101,7 +107,7 @@ ctl_workerstop_signals(Worker *w)
 							   "second signal: killing the running tasks and "
 							   "exiting; their leases will expire");
 				ctl_workerchild_kill_all(w);
-				ctl_workerconn_drop_wait(w);
+				ctl_workerconn_drop_wait(w, true);
 				PQfinish(w->conn);
 				w->conn = NULL;
 				return false;
@@ -119,7 +125,7 @@ ctl_workerstop_signals(Worker *w)
 bool
 ctl_workerstop_abandon(Worker *w)
 {
-	if (!w->stopping || w->conn != NULL || ctl_worker_now() < w->grace_end)
+	if (!w->draining || w->conn != NULL || ctl_worker_now() < w->grace_end)
 		return false;
 	ctl_worker_log(w, "warning",
 				   "no connection at the end of the grace period: %d "

@@ -53,6 +53,11 @@
 // SIGTERM or SIGINT: finish the tasks claimed, claim no more, exit 0.  A
 // second signal exits at once (the reaper takes the tasks back after their
 // lease).  Logs one line per attempt on stdout.
+//
+// Failures, as schedqctl's: the first connection fails (a wrong password,
+// say): one line on stderr, exit 3.  A privilege is missing: one line, exit
+// 4.  A connection lost later: reconnect after 1 s, doubling up to 30 s,
+// each delay jittered by +-25 %.
 package main
 
 import (
@@ -61,6 +66,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math/rand"
 	"os"
 	"os/signal"
 	"strconv"
@@ -176,19 +182,45 @@ func main() {
 
 	w, err := newWorker()
 	if err != nil {
-		log.Fatalf("schedq-worker: %v", err)
+		fatal(1, err.Error())
 	}
 	defer w.pool.Close()
+	// The first connection, made now: a failure ends the worker.
+	conn, err := w.pool.Acquire(context.Background())
+	if err != nil {
+		fatal(3, "could not connect: "+reason(err))
+	}
+	conn.Release()
 	queues := "all"
 	if w.queues != nil {
 		queues = strings.Join(w.queues, ",")
 	}
 	log.Printf("schedq-worker: %s: queues %s, batches of %d", w.name, queues, w.batch)
 	if err := w.run(ctx); err != nil {
-		log.Fatalf("schedq-worker: %v", err)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "42501" || pgErr.Code == "3F000") {
+			fatal(4, "missing privilege: "+reason(err)+" (see docs/security.md#roles)")
+		}
+		fatal(1, err.Error())
 	}
 	<-signaled // run returns only after a signal
 	log.Print("schedq-worker: stopped")
+}
+
+// fatal ends the worker: one line on stderr, and schedqctl's exit status
+// for it.
+func fatal(code int, message string) {
+	fmt.Fprintf(os.Stderr, "schedq-worker: %s\n", message)
+	os.Exit(code)
+}
+
+// reason is the server's words for an error, else the error's text.
+func reason(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Message
+	}
+	return err.Error()
 }
 
 func newWorker() (*worker, error) {
@@ -243,9 +275,10 @@ func (w *worker) run(ctx context.Context) error {
 			lostReports(len(w.unreported)+len(w.pending), err)
 			return nil
 		}
-		log.Printf("schedq-worker: connection lost (%v); retrying in %v", err, backoff)
+		delay := time.Duration(float64(backoff) * (0.75 + rand.Float64()/2))
+		log.Printf("schedq-worker: connection lost (%v); retrying in %.1f s", err, delay.Seconds())
 		select {
-		case <-time.After(backoff):
+		case <-time.After(delay):
 		case <-ctx.Done():
 		}
 		if backoff *= 2; backoff > 30*time.Second {
@@ -519,13 +552,16 @@ func (w *worker) report(t task, out outcome) error {
 }
 
 // connectionLost says whether err is worth retrying on a new connection:
-// the connection broke, or the server is going away or busy.  Anything else
-// (a missing GRANT, say) stops the worker.
+// the connection broke, the server is going away or busy, or it refused a
+// new connection (the first one's failure ends the worker in main).
+// Anything else (a missing GRANT, say) stops the worker.
 func connectionLost(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "40", "53", "57":
+			return true
+		case "28": // a new connection refused: retried, as a lost one is
 			return true
 		}
 		return false

@@ -43,7 +43,9 @@
  * idempotent.
  *
  * Settings, from the environment: the connection through PGHOST, PGPORT,
- * PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass), or a URI in SCHEDQ_DSN;
+ * PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, or the file PGPASSFILE
+ * names, read with the pgpass package as libpq reads it), or a URI in
+ * SCHEDQ_DSN;
  * SCHEDQ_QUEUES and SCHEDQ_CAPS, comma lists (default: every queue, no
  * capability); SCHEDQ_BATCH, tasks per claim (10); SCHEDQ_LEASE, seconds
  * (30); SCHEDQ_WAIT, longest await_task, seconds (30); SCHEDQ_WORKER, the
@@ -52,11 +54,17 @@
  * SIGTERM or SIGINT: finish the tasks claimed, claim no more, exit 0.  A
  * second signal exits at once (the reaper takes the tasks back after their
  * lease).  Logs one line per attempt on stdout.
+ *
+ * Failures, as schedqctl's: the first connection fails (a wrong password,
+ * say): one line on stderr, exit 3.  A privilege is missing: one line, exit
+ * 4.  A connection lost later: reconnect after 1 s, doubling up to 30 s,
+ * each delay jittered by +-25 %.
  */
 'use strict';
 
 const os = require('os');
 const { Client } = require('pg');
+const pgpass = require('pgpass');
 
 /* A temporary failure: try again after retryIn seconds, or after schedq's
  * backoff (1 s, doubling, capped at an hour) when null. */
@@ -95,9 +103,20 @@ const handlers = {
 
 const list = (name) =>
 	(process.env[name] || '').split(',').map((s) => s.trim()).filter(Boolean);
+/* The password: PGPASSWORD, else the password file's line for the
+ * connection (~/.pgpass, or PGPASSFILE), as libpq finds it. */
+function password(params) {
+	if (process.env.PGPASSWORD !== undefined) return Promise.resolve(process.env.PGPASSWORD);
+	return new Promise((resolve) => pgpass(params, resolve));
+}
+
 const settings = {
-	// No connection string: pg reads PGHOST, PGUSER, ... itself.
-	connection: process.env.SCHEDQ_DSN ? { connectionString: process.env.SCHEDQ_DSN } : {},
+	// No connection string: pg reads PGHOST, PGUSER, ... itself (a password
+	// in SCHEDQ_DSN wins over the function).
+	connection: Object.assign(
+		process.env.SCHEDQ_DSN ? { connectionString: process.env.SCHEDQ_DSN } : {},
+		{ password }
+	),
 	name: process.env.SCHEDQ_WORKER || `${os.hostname()}:${process.pid}`,
 	queues: list('SCHEDQ_QUEUES').length ? list('SCHEDQ_QUEUES') : null, // null: every queue
 	caps: list('SCHEDQ_CAPS'),
@@ -277,6 +296,16 @@ async function work(client) {
 	}
 }
 
+/* The end of the worker: one line on stderr, and schedqctl's exit status
+ * for it. */
+function fatal(code, message) {
+	process.stderr.write(`schedq-worker: ${message}\n`);
+	process.exit(code);
+}
+
+/* A missing privilege (42501), or schema (3F000): no retry helps. */
+const missingPrivilege = (err) => err.code === '42501' || err.code === '3F000';
+
 /* Worth reconnecting for: the connection broke, or the server is going
  * away or busy.  Anything else (a missing GRANT, say) stops the worker. */
 function connectionLost(err) {
@@ -292,23 +321,31 @@ async function main() {
 	process.once('SIGINT', onSignal);
 	log(`${settings.name}: queues ${settings.queues || 'all'}, batches of ${settings.batch}`);
 	let backoff = 1;
+	let connected = false; // once: later failures are retried
 	while (!stopping) {
 		const client = new Client(settings.connection);
 		client.on('error', () => {}); // a broken connection: the next query fails too
+		let connecting = true;
 		try {
 			await client.connect();
+			connected = true;
+			connecting = false;
 			backoff = 1;
 			await work(client);
 		} catch (err) {
-			if (!connectionLost(err)) throw err;
+			if (connecting && !connected) fatal(3, `could not connect: ${err.message}`);
+			if (missingPrivilege(err))
+				fatal(4, `missing privilege: ${err.message} (see docs/security.md#roles)`);
+			if (!connecting && !connectionLost(err)) throw err;
 			if (stopping) {
 				lostReports(err);
 				break;
 			}
-			log(`connection lost (${err.message}); retrying in ${backoff} s`);
+			const delay = backoff * (0.75 + Math.random() / 2);
+			log(`connection lost (${err.message}); retrying in ${delay.toFixed(1)} s`);
 			await new Promise((resolve) => {
 				wakeUp = resolve;
-				setTimeout(resolve, backoff * 1000);
+				setTimeout(resolve, delay * 1000);
 			});
 			backoff = Math.min(backoff * 2, 30);
 		} finally {

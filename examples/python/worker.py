@@ -49,9 +49,15 @@ lists (default: every queue, no capability); SCHEDQ_BATCH, tasks per claim
 SIGTERM or SIGINT: finish the tasks claimed, claim no more, exit 0.  A
 second signal exits at once (the reaper takes the tasks back after their
 lease).  Logs one line per attempt on stdout.
+
+Failures, as schedqctl's: the first connection fails (a wrong password,
+say): one line on stderr, exit 3.  A privilege is missing: one line, exit
+4.  A connection lost later: reconnect after 1 s, doubling up to 30 s,
+each delay jittered by +-25 %.
 """
 
 import os
+import random
 import signal
 import socket
 import sys
@@ -139,13 +145,26 @@ class Worker:
 
     def run(self):
         backoff = 1
+        connected = False  # once: later failures are retried
         while not self.stopping.is_set():
             try:
-                with psycopg.connect(
-                    self.dsn, autocommit=True, application_name="schedq-worker"
-                ) as conn:
+                try:
+                    conn = psycopg.connect(
+                        self.dsn, autocommit=True, application_name="schedq-worker"
+                    )
+                except psycopg.OperationalError as e:
+                    if not connected:
+                        fatal(3, f"could not connect: {reason(e)}")
+                    raise
+                connected = True
+                with conn:
                     backoff = 1
                     self.work(conn)
+            except (
+                psycopg.errors.InsufficientPrivilege,
+                psycopg.errors.InvalidSchemaName,
+            ) as e:
+                fatal(4, f"missing privilege: {reason(e)} (see docs/security.md#roles)")
             except psycopg.OperationalError as e:
                 if self.stopping.is_set():
                     if self.unreported or self.pending:
@@ -156,8 +175,9 @@ class Worker:
                             " again after their lease"
                         )
                     break
-                log(f"connection lost ({first_line(e)}); retrying in {backoff} s")
-                self.stopping.wait(backoff)
+                delay = backoff * random.uniform(0.75, 1.25)
+                log(f"connection lost ({first_line(e)}); retrying in {delay:.1f} s")
+                self.stopping.wait(delay)
                 backoff = min(backoff * 2, 30)
         log("stopped")
 
@@ -304,6 +324,24 @@ class Heartbeat(threading.Thread):
 
 def first_line(error):
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def reason(error):
+    """The server's words for an error (after libpq's "FATAL:" when it
+    refused the connection), else the error's first line."""
+    diag = getattr(error, "diag", None)
+    if diag is not None and diag.message_primary:
+        return diag.message_primary
+    text = str(error).strip()
+    if "FATAL:" in text:
+        return text.rsplit("FATAL:", 1)[1].strip().splitlines()[0]
+    return first_line(error)
+
+
+def fatal(code, message):
+    """One line on stderr, and the exit status schedqctl has for it."""
+    print(f"schedq-worker: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
 
 
 def log(message):

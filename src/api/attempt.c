@@ -67,8 +67,9 @@ schedq_heartbeat(PG_FUNCTION_ARGS)
 	}
 
 	schedq_call_begin(&call);
-	running = schedq_task_attempt_heartbeat(token.task_id, token.attempt,
-											token.nonce, extend, NULL, &expires);
+	running =
+		schedq_task_attempt_heartbeat(token.task_id, token.attempt, token.nonce,
+									  extend, NULL, &expires);
 	schedq_call_end(&call);
 
 	if (!running)
@@ -98,8 +99,7 @@ schedq_progress(PG_FUNCTION_ARGS)
 	if (!progress.value_null)
 	{
 		progress.value = PG_GETARG_FLOAT4(1);
-		if (isnan(progress.value) || progress.value < 0 ||
-			progress.value > 100)
+		if (isnan(progress.value) || progress.value < 0 || progress.value > 100)
 			ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("progress must be between 0 and 100"));
 	}
@@ -117,8 +117,9 @@ schedq_progress(PG_FUNCTION_ARGS)
 	}
 
 	schedq_call_begin(&call);
-	running = schedq_task_attempt_heartbeat(
-		token.task_id, token.attempt, token.nonce, extend, &progress, &expires);
+	running =
+		schedq_task_attempt_heartbeat(token.task_id, token.attempt, token.nonce,
+									  extend, &progress, &expires);
 	schedq_call_end(&call);
 
 	if (!running)

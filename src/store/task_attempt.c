@@ -157,9 +157,9 @@ schedq_task_attempt_claimed_at(int64 task_id, int32 attempt, ItemPointer tid)
  */
 bool
 schedq_task_attempt_heartbeat(int64 task_id, int32 attempt, int64 nonce,
-							  const Interval *extend,
+							  const Interval	   *extend,
 							  const SchedqProgress *progress,
-							  TimestampTz *expires)
+							  TimestampTz		   *expires)
 {
 	Datum values[6] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
 						Int64GetDatum(nonce), PointerGetDatum(extend) };
@@ -173,8 +173,8 @@ schedq_task_attempt_heartbeat(int64 task_id, int32 attempt, int64 nonce,
 		values[5] = PointerGetDatum(progress->note);
 		nulls[5] = progress->note == NULL ? 'n' : ' ';
 	}
-	if (schedq_plan_run(progress ? &q_progress : &q_heartbeat, values, nulls,
-						0, SPI_OK_UPDATE_RETURNING) != 1)
+	if (schedq_plan_run(progress ? &q_progress : &q_heartbeat, values, nulls, 0,
+						SPI_OK_UPDATE_RETURNING) != 1)
 		return false;
 	*expires =
 		DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],

@@ -44,7 +44,7 @@ typedef struct SchedqProgress
 extern bool schedq_task_attempt_heartbeat(int64 task_id, int32 attempt,
 										  int64 nonce, const Interval *extend,
 										  const SchedqProgress *progress,
-										  TimestampTz *expires);
+										  TimestampTz		   *expires);
 extern bool schedq_task_attempt_complete(int64 task_id, int32 attempt,
 										 int64 nonce, Datum result,
 										 bool result_null);

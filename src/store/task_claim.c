@@ -106,7 +106,7 @@
 	" WHERE t.status = 'available'" queue_filter                               \
 	" AND (t.required_caps = '{}' OR t.required_caps <@ $3)"                   \
 	" AND ($5 OR t.owner::oid = ANY ($14)"                                     \
-	"      OR pg_has_role($4, t.owner::oid, 'USAGE'))" paused_filter            \
+	"      OR pg_has_role($4, t.owner::oid, 'USAGE'))" paused_filter           \
 		budget_filter                                                          \
 	" AND (-(t.priority::bigint), t.run_at, t.id) >= ($9, $10, $11)"           \
 	" ORDER BY -(t.priority::bigint), t.run_at, t.id"

@@ -44,14 +44,14 @@ static bool	  callbacks_registered = false;
 /* Counts invalidations, so that one during a look is not lost. */
 static uint64 invalidations = 0;
 
-static SchedqQuery q_owners = SCHEDQ_QUERY(
-	"SELECT DISTINCT owner::oid FROM schedq.work_grant"
-	" WHERE pg_has_role($1, worker::oid, 'USAGE') ORDER BY 1",
-	OIDOID);
-static SchedqQuery q_grant = SCHEDQ_QUERY(
-	"INSERT INTO schedq.work_grant (worker, owner, granted_by)"
-	" VALUES ($1, $2, $3) ON CONFLICT (worker, owner) DO NOTHING",
-	REGROLEOID, REGROLEOID, REGROLEOID);
+static SchedqQuery q_owners =
+	SCHEDQ_QUERY("SELECT DISTINCT owner::oid FROM schedq.work_grant"
+				 " WHERE pg_has_role($1, worker::oid, 'USAGE') ORDER BY 1",
+				 OIDOID);
+static SchedqQuery q_grant =
+	SCHEDQ_QUERY("INSERT INTO schedq.work_grant (worker, owner, granted_by)"
+				 " VALUES ($1, $2, $3) ON CONFLICT (worker, owner) DO NOTHING",
+				 REGROLEOID, REGROLEOID, REGROLEOID);
 static SchedqQuery q_revoke =
 	SCHEDQ_QUERY("DELETE FROM schedq.work_grant WHERE worker = $1"
 				 " AND owner = $2",
@@ -105,8 +105,8 @@ schedq_work_grants_owners(Oid caller, int *n)
 		if (work_grants_table_exists())
 		{
 			found = schedq_plan_run(&q_owners, &arg, NULL, 0, SPI_OK_SELECT);
-			owners =
-				MemoryContextAlloc(TopMemoryContext, sizeof(Oid) * Max(found, 1));
+			owners = MemoryContextAlloc(TopMemoryContext,
+										sizeof(Oid) * Max(found, 1));
 			for (int i = 0; i < found; i++)
 			{
 				bool isnull;
@@ -145,8 +145,8 @@ schedq_work_grants_array(Oid caller)
 
 	for (int i = 0; i < n; i++)
 		elems[i] = ObjectIdGetDatum(owners[i]);
-	return PointerGetDatum(construct_array(elems, n, OIDOID, sizeof(Oid), true,
-										   TYPALIGN_INT));
+	return PointerGetDatum(
+		construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
 }
 
 /*

@@ -3,11 +3,14 @@
 #	  schedqctl's one-call commands, end to end through the installed
 #	  binary: help and exit codes; submit with every option (payload as
 #	  text, @file and stdin; dedup returns the first id; values that look
-#	  like SQL are stored as given); cancel, retry (5 when nothing
-#	  changed); pause and resume; schedule and unschedule; connecting by
-#	  conninfo, URI, PG* variables and a service file; and the messages
-#	  for a missing privilege (exit 4, naming the GRANT), a database
-#	  without schedq (exit 4, CREATE EXTENSION) and no server (exit 3).
+#	  like SQL are stored as given; a value refused, by schedqctl or by
+#	  the server, is exit 2); cancel, retry (5 when nothing changed);
+#	  pause and resume; schedule and unschedule; connecting by conninfo,
+#	  URI, PG* variables and a service file; and the messages for a
+#	  missing privilege (exit 4, naming exactly the GRANTs the command
+#	  needs), a database without schedq, or one whose extension was
+#	  dropped and its schema left (exit 4, CREATE EXTENSION) and no server
+#	  (exit 3).  (The checks of values: t/044_schedqctl_values.pl.)
 #
 #	  Run by test/check.sh (make check) with prove; see the header of
 #	  check.sh for the environment every TAP test gets.
@@ -45,7 +48,8 @@ is($rc, 2, 'an unknown command: exit 2');
 is($rc, 2, 'submit without KIND: exit 2');
 ($rc, $out, $err) = ctl($node, 'app', 'submit', 'k', '--nonsense');
 is($rc, 2, 'an unknown option: exit 2');
-for my $c (qw(submit cancel retry pause resume schedule unschedule worker status top))
+for my $c (qw(submit submit-sql submit-many show list wait cancel retry pause resume
+	schedule unschedule schedules runs worker status top))
 {
 	($rc, $out, $err) = ctl($node, 'app', $c, '--help', { nod => 1 });
 	ok($rc == 0 && $out =~ /^usage: schedqctl \Q$c\E/, "$c --help");
@@ -74,12 +78,13 @@ is( $out,
 	is($e, '', 'without a warning (groff -ww)');
 	my $page = PostgreSQL::Test::Utils::slurp_file($man);
 	($rc, $out, $err) = ctl($node, 'app', 'help', { nod => 1 });
-	my @commands = $out =~ /^  ([a-z]+) {2,}\S/mg;
-	is(scalar @commands, 11, 'help lists eleven commands');
+	my @commands = $out =~ /^  ([a-z-]+) {2,}\S/mg;
+	is(scalar @commands, 18, 'help lists eighteen commands');
 	my (@nosection, @nooption);
 	for my $c (@commands)
 	{
-		push @nosection, $c unless $page =~ /^\.SS \Q$c\E$/m;
+		(my $roff_c = $c) =~ s/-/\\-/g;
+		push @nosection, $c unless $page =~ /^\.SS \Q$roff_c\E$/m;
 		next if $c eq 'help';
 		my ($r, $help) = ctl($node, 'app', 'help', $c, { nod => 1 });
 		for my $opt ($help =~ /(--[a-z][a-z-]*)/g)
@@ -91,7 +96,7 @@ is( $out,
 	is_deeply(\@nosection, [], 'the manual page has a section for every command');
 	is_deeply(\@nooption, [], 'and every option of every command\'s help');
 	my ($status) = $page =~ /^\.SH EXIT STATUS\n(.*?)^\.SH /ms;
-	is(join(',', ($status // '') =~ /^\.B (\d)$/mg), '0,1,2,3,4,5',
+	is(join(',', ($status // '') =~ /^\.B (\d)$/mg), '0,1,2,3,4,5,6,7,8,9',
 		'and every exit code');
 	like($page, qr/^\.B PGPASSFILE$/m, 'and the password file');
 	like($page, qr/PGSERVICEFILE/, 'and service files');
@@ -143,13 +148,14 @@ is(q1("SELECT payload->>'from' FROM schedq.task WHERE id = $out"), 'stdin', '--p
 is($rc, 1, 'a missing payload file: exit 1');
 
 ($rc, $out, $err) = ctl($node, 'app', 'submit', 'k', '--payload' => '{not json');
-is($rc, 1, 'invalid JSON: exit 1');
-like($err, qr/invalid input syntax for type json/, 'with the server\'s message');
+is($rc, 2, 'invalid JSON: exit 2');
+like($err, qr/--payload is not valid JSON/, 'saying so');
 ($rc, $out, $err) = ctl($node, 'app', 'submit', 'k', '--priority' => 'high');
-is($rc, 1, 'a priority that is no integer: exit 1');
+is($rc, 2, 'a priority that is no integer: exit 2');
 ($rc, $out, $err) = ctl($node, 'app', 'submit', 'k', '--timeout' => '-1 day');
-is($rc, 1, 'a negative timeout: exit 1');
-like($err, qr/timeout/, 'the server says which argument');
+is($rc, 2, 'a negative timeout, refused by the server: exit 2');
+like($err, qr/timeout must be positive/, 'the server says which argument');
+unlike($err, qr/CONTEXT|ERROR:/, 'in its words alone');
 
 #
 # cancel and retry.
@@ -168,7 +174,7 @@ is(q1("SELECT status FROM schedq.task WHERE id = $t"), 'available', 'it is avail
 ($rc, $out, $err) = ctl($node, 'app', 'retry', $t);
 is($rc, 5, 'retry of a live task: exit 5');
 ($rc, $out, $err) = ctl($node, 'app', 'cancel', 'abc');
-is($rc, 1, 'cancel of a non-number: exit 1');
+is($rc, 2, 'cancel of a non-number: exit 2');
 
 #
 # pause and resume: an admin's; a submitter lacks the privilege.
@@ -181,7 +187,9 @@ is(q1("SELECT paused FROM schedq.queue WHERE name = 'mail'"), 'f', 'resume: not 
 ($rc, $out, $err) = ctl($node, 'app', 'pause', 'mail');
 is($rc, 4, 'pause as a submitter: exit 4');
 like($err, qr/permission denied for function pause_queue/, 'the server\'s message');
-like($err, qr/GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA schedq TO app/, 'the GRANT of the admin role');
+like($err, qr/GRANT EXECUTE ON FUNCTION schedq\.pause_queue\(text\) TO app;/,
+	'the GRANT pause needs');
+unlike($err, qr/\bALL\b|USAGE/, 'and no other: not ON ALL FUNCTIONS, not USAGE it has');
 
 #
 # A role without any grant, a database without schedq, no server.
@@ -199,6 +207,12 @@ $node->safe_psql('postgres', 'CREATE DATABASE plain');
 	IPC::Run::run(\@cmd, '>', \$o, '2>', \$e);
 	is($? >> 8, 4, 'a database without schedq: exit 4');
 	like($e, qr/CREATE EXTENSION schedq/, 'saying how to install it');
+	# Dropped, its schema left (CREATE EXTENSION made it): the same.
+	$node->safe_psql('plain', 'CREATE EXTENSION schedq; DROP EXTENSION schedq');
+	IPC::Run::run(\@cmd, '>', \$o, '2>', \$e);
+	is($? >> 8, 4, 'a database whose schedq was dropped: exit 4');
+	like($e, qr/schedq is not installed in database "plain".*CREATE EXTENSION schedq/s,
+		'saying how to install it');
 }
 {
 	my @cmd = ('schedqctl', 'submit', 'k', '-d', 'host=/nonexistent port=1');
@@ -250,7 +264,7 @@ is( q1(
 	'0 2 * * *|build_report|all|Europe/Berlin|reports|2|app',
 	'the schedule as given');
 ($rc, $out, $err) = ctl($node, 'app', 'schedule', 'bad', 'not a schedule', 'k');
-is($rc, 1, 'a bad schedule: exit 1');
+is($rc, 2, 'a bad schedule, refused by the server: exit 2');
 ($rc, $out, $err) = ctl($node, 'app', 'unschedule', 'nightly');
 is($rc, 0, 'unschedule: exit 0');
 is(q1("SELECT count(*) FROM schedq.periodic"), '0', 'the schedule is gone');

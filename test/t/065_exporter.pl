@@ -122,6 +122,11 @@ $dsn =~ s{host=/run/postgresql}{host=$host};
 my @args = split ' ', ($doc_args // '');
 s{^--extend\.query-path=/etc/prometheus/schedq-queries\.yaml$}{--extend.query-path=$queries}
   for @args;
+# From PostgreSQL 17, as the page says, without the bgwriter collector.
+my $major = $node->safe_psql('postgres', 'SHOW server_version_num') / 10000;
+my ($no_bgwriter) = slurp_file("$top/docs/operations.md") =~ /PostgreSQL 17 and later, add `(--no-collector\.bgwriter)`/;
+is($no_bgwriter, '--no-collector.bgwriter', 'the page says what to add from PostgreSQL 17 on');
+push @args, $no_bgwriter if $major >= 17;
 my $log = "${PostgreSQL::Test::Utils::log_path}/exporter.log";
 my $exporter;
 {
@@ -283,8 +288,16 @@ ok(defined value($s, 'pg_database_size_bytes', 'datname=plain'),
 ok(defined value($s, 'pg_stat_database_xact_commit', 'datid=' . $node->safe_psql('postgres',
 		"SELECT oid FROM pg_database WHERE datname = 'app2'") . ',datname=app2'),
 	'... pg_stat_database of each database');
-ok(defined value($s, 'pg_stat_bgwriter_buffers_alloc_total', ''),
-	'... and the background writer');
+if ($major < 17)
+{
+	ok(defined value($s, 'pg_stat_bgwriter_buffers_alloc_total', ''),
+		'... and the background writer');
+}
+else
+{
+	ok(!defined value($s, 'pg_stat_bgwriter_buffers_alloc_total', ''),
+		'... and not the background writer, from PostgreSQL 17');
+}
 
 # Several scrapes in a row: each one whole.
 for (1 .. 5)

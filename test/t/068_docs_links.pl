@@ -114,7 +114,8 @@ my (@missing, $named);
 for my $f (@code)
 {
 	my $text = doc_slurp("$top/$f");
-	# roff writes a hyphen as \-
+	# In the manual page a hyphen to copy is written \- (a plain one is
+	# typeset as a dash).
 	$text =~ s/\\-/-/g if $f =~ /\.1$/;
 	while ($text =~ m{(docs/[A-Za-z0-9_/.-]+\.md)(?:#([A-Za-z0-9_-]+))?}g)
 	{
