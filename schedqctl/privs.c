@@ -35,12 +35,6 @@ const CtlNeeds ctl_privs_worker = {
 	  "f:complete_and_claim", "f:fail", "f:verify_grant", "p:await_task", NULL }
 };
 
-/* status and top: what their four tables read. */
-const CtlNeeds ctl_privs_status = { CTL_ROLE_READER,
-									{ "s:schedq", "t:task", "t:queue",
-									  "t:queue_stats", "t:worker_status",
-									  "f:scheduler_status", NULL } };
-
 /*
  * The missing privileges among needs, as GRANT statements for the current
  * role, one per row, in the order of needs.  $1 is the list of objects
@@ -100,6 +94,28 @@ privs_missing(PGconn *conn, const CtlNeeds *needs, PQExpBuffer out)
 	n = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) : -1;
 	for (int i = 0; i < n; i++)
 		appendPQExpBuffer(out, "\n  %s", PQgetvalue(res, i, 0));
+	/* A worker works on a role's tasks by a work grant of that role. */
+	if (n > 0 && needs->role == CTL_ROLE_WORKER)
+	{
+		const char *user = PQuser(conn);
+		/* A plain name as it is, another quoted, as regrole reads it. */
+		bool plain = strspn(user, "abcdefghijklmnopqrstuvwxyz0123456789_") ==
+						 strlen(user) &&
+					 !isdigit((unsigned char) user[0]);
+		char *ident =
+			plain ? NULL : PQescapeIdentifier(conn, user, strlen(user));
+		const char *name = ident ? ident : user;
+		char	   *literal = PQescapeLiteral(conn, name, strlen(name));
+
+		if (literal)
+			appendPQExpBuffer(out,
+							  "\n  SELECT schedq.grant_work(%s, '<submitting "
+							  "role>');   -- for each role whose tasks it "
+							  "works on",
+							  literal);
+		PQfreemem(literal);
+		PQfreemem(ident);
+	}
 	ctl_text_check(out);
 	PQclear(res);
 	pg_free(objects);
@@ -136,12 +152,8 @@ ctl_privs_hint(PGconn *conn, const CtlNeeds *needs)
 	initPQExpBuffer(&grants);
 	if (privs_missing(conn, needs, &grants) > 0)
 		pg_log_error_hint("role \"%s\" lacks a privilege %s needs "
-						  "(docs/security.md#roles); a superuser can run:%s%s",
-						  PQuser(conn), privs_who(needs), grants.data,
-						  needs->role == CTL_ROLE_WORKER ?
-							  "\n  GRANT <submitting role> TO worker;   -- to "
-							  "work on that role's tasks" :
-							  "");
+						  "(docs/security.md#roles); a superuser can run:%s",
+						  PQuser(conn), privs_who(needs), grants.data);
 	termPQExpBuffer(&grants);
 }
 

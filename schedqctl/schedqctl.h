@@ -99,7 +99,6 @@ extern bool	 ctl_conn_schedq_missing(PGconn *conn, const PGresult *res);
 extern const CtlNeeds ctl_privs_submitter;
 extern const CtlNeeds ctl_privs_reader;
 extern const CtlNeeds ctl_privs_worker;
-extern const CtlNeeds ctl_privs_status;
 extern int			  ctl_privs_require(PGconn *conn, const CtlNeeds *needs,
 										const char *what);
 extern void			  ctl_privs_hint(PGconn *conn, const CtlNeeds *needs);
@@ -157,6 +156,7 @@ extern int ctl_listings_runs(int argc, char **argv);
 extern int ctl_many_command(int argc, char **argv);
 
 /* status.c */
+extern int ctl_status_require(PGconn *conn, const char *what);
 extern int ctl_status_render(PGconn *conn, PQExpBuffer out, int failures,
 							 bool all_workers, int width, PGresult **queues);
 extern int ctl_status_command(int argc, char **argv);

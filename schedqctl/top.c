@@ -447,7 +447,7 @@ ctl_top_command(int argc, char **argv)
 	if (t.conn == NULL)
 		return EXIT_CONNECT;
 	/* A missing privilege is said plainly too, not on the screen. */
-	rc = ctl_privs_require(t.conn, &ctl_privs_status, "top");
+	rc = ctl_status_require(t.conn, "top");
 	if (rc != EXIT_OK)
 	{
 		PQfinish(t.conn);

@@ -1,7 +1,7 @@
 #-------------------------------------------------------------------------
 # test/t/042_schedqctl_status_top.pl
 #	  schedqctl status and top, through the installed binary, as the
-#	  README's admin role:
+#	  admin role of docs/security.md:
 #	  (a) status prints the queues (counts by status, a "paused" column,
 #	      oldest available), the workers seen in the last ten minutes
 #	      (saying how many older ones it hides; --all-workers shows them),
@@ -14,7 +14,10 @@
 #	      while tasks are done, and q quits with exit 0;
 #	  (d) top in an 80x24 terminal: every column of the queue table fits
 #	      the width; what does not fit the height scrolls with End, Home,
-#	      PgDn and the arrows, and the last line says which lines show.
+#	      PgDn and the arrows, and the last line says which lines show;
+#	  (e) the running tasks with their progress and note; status as the
+#	      monitor role (the all_ views: every role's rows); a worker role
+#	      without privileges is told to get a work grant.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
 #	  prove; see the header of check.sh for the environment every TAP test
@@ -221,6 +224,31 @@ $start = time;
 usleep(50_000) while slurp("$dir/top.exit") eq '' && time - $start < 30;
 is(slurp("$dir/top.exit"), "exit 0\n", '(d) q quits, exit 0');
 IPC::Run::run([ 'tmux', '-S', $sock, 'kill-server' ], '>', \$o, '2>', \$e);
+
+#
+# (e) The running tasks and their progress; status as the monitor of
+# docs/security.md, which reads the all_ views: every role's queues and
+# tasks, and the same tables.  A worker without privileges is told to get
+# a work grant, not a membership.
+#
+q1("SET ROLE app; SELECT schedq.submit('resize', queue => 'delta')");
+q1("SELECT schedq.progress(token, 42, 'image 3 of 7') FROM schedq.claim('w9', queues => '{delta}')");
+for my $role ('ops', 'oncall')
+{
+	($rc, $out, $err) = ctl($node, $role, 'status');
+	is($rc, 0, "(e) status as $role: exit 0") or diag $err;
+	like($out, qr/^Running \(the longest first, at most 10\)\n\s+id\s+queue\s+kind\s+worker\s+started\s+progress\s+note\n.*\n\s+\d+\s+delta\s+resize\s+w9\s+\S+ \S+\s+42%\s+image 3 of 7$/m,
+		"(e) as $role: the running task, its worker, progress and note");
+	like($out, qr/^\s+beta\s+0\s+0\s+0\s+0\s+1\s+0\s+0$/m, "(e) as $role: app's failed task in beta");
+	like($out, qr/^\s+\d+\s+beta\s+b\s+1\s+\S+ \S+\s+disk on fire$/m, "(e) as $role: and its error");
+}
+is($node->safe_psql('postgres', "SELECT has_table_privilege('oncall', 'schedq.task', 'SELECT')"),
+	'f', '(e) the monitor may not read the task table itself');
+($rc, $out, $err) = ctl($node, 'nobody', 'worker', '--', 'true');
+is($rc, 4, '(e) a worker without privileges: exit 4');
+like($err, qr/SELECT schedq\.grant_work\('nobody', '<submitting role>'\)/,
+	'(e) told to get a work grant');
+unlike($err, qr/GRANT <|TO nobody;\s*--/, '(e) not a membership');
 
 $node->stop;
 done_testing();
