@@ -284,6 +284,10 @@ schedq_claim(PG_FUNCTION_ARGS)
 			errdetail(
 				"A transaction snapshot would never see tasks that become available while waiting."));
 
+	/* a claim that may wait says why it cannot, rather than its UPDATE's error */
+	if (args.wait_us > 0)
+		schedq_wake_check_writable();
+
 	InitMaterializedSRF(fcinfo, 0);
 	schedq_call_begin(&call);
 	if (claim_once(&args) == 0 && args.wait_us > 0)

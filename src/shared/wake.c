@@ -501,8 +501,8 @@ schedq_wake_unregister(void)
 }
 
 /*
- * Raise 25006 when this registered waiter can claim nothing because the
- * server is read-only: its transaction is (a hot standby, READ ONLY, or
+ * Raise 25006 when this waiter (registered, or about to) can claim
+ * nothing because the server is read-only: its transaction is (a hot standby, READ ONLY, or
  * default_transaction_read_only on when it began), default_transaction_
  * read_only has turned on since its wait began (a reload pending is read
  * first: the backend would otherwise read it only after its statement),
@@ -525,29 +525,30 @@ schedq_wake_check_writable(void)
 	db = schedq_databases_slot(MyDatabaseId, false);
 	refused = db != NULL && db->read_only;
 	LWLockRelease(schedq_shm->lock);
-	turned = DefaultXactReadOnly && !waiter_began_read_only;
+	/* before the first registration, a wait that has not begun */
+	turned = waiter_registered && DefaultXactReadOnly &&
+			 !waiter_began_read_only;
 
-	if (!turned && !refused && XactReadOnly)
-		ereport(
-			ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-			errmsg("cannot wait for a task in a read-only transaction"),
-			errdetail("A task that came could not be claimed in it."),
-			errhint(
-				"Wait on the primary, in a read-write transaction: after a failover, connect to the new primary (target_session_attrs=read-write)."));
 	if (turned || refused)
 		ereport(
 			ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-			waiter_slept ?
+			waiter_registered && waiter_slept ?
 				errmsg("the server became read-only while waiting for a task") :
 				errmsg("cannot wait for a task: the server is read-only"),
-			turned ?
-				errdetail("default_transaction_read_only is on now: no task "
-						  "can be claimed here until it is off again.") :
+			DefaultXactReadOnly ?
+				errdetail("default_transaction_read_only is on: no task can "
+						  "be claimed here until it is off again.") :
 				errdetail("Writes are refused: the scheduler of database "
 						  "\"%s\" stands aside until they are accepted.",
 						  get_database_name(MyDatabaseId)),
 			errhint(
 				"Reconnect and wait again: after a failover, to the new primary (target_session_attrs=read-write)."));
+	if (XactReadOnly)
+		ereport(
+			ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			errmsg("cannot wait for a task in a read-only transaction"),
+			errdetail("A task that came could not be claimed in it."),
+			errhint("Wait in a read-write transaction, on the primary."));
 }
 
 /*
