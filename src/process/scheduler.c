@@ -216,13 +216,12 @@ scheduler_read_only_leave(void)
 	if (scheduler_read_only_since == 0)
 		return;
 	scheduler_count_read_only();
-	ereport(LOG,
-			errmsg("schedq scheduler: the server is no longer read-only; "
-				   "database \"%s\" resumes after %.1f s",
-				   scheduler_dbname,
-				   (double) (GetCurrentTimestamp() -
-							 scheduler_read_only_since) /
-					   USECS_PER_SEC));
+	ereport(LOG, errmsg("schedq scheduler: the server is no longer read-only; "
+						"database \"%s\" resumes after %.1f s",
+						scheduler_dbname,
+						(double) (GetCurrentTimestamp() -
+								  scheduler_read_only_since) /
+							USECS_PER_SEC));
 	scheduler_read_only_since = 0;
 	/* the reaper first: leases expired meanwhile */
 	scheduler_next_reap = 0;

@@ -526,8 +526,8 @@ schedq_wake_check_writable(void)
 	refused = db != NULL && db->read_only;
 	LWLockRelease(schedq_shm->lock);
 	/* before the first registration, a wait that has not begun */
-	turned = waiter_registered && DefaultXactReadOnly &&
-			 !waiter_began_read_only;
+	turned =
+		waiter_registered && DefaultXactReadOnly && !waiter_began_read_only;
 
 	if (turned || refused)
 		ereport(
@@ -544,11 +544,10 @@ schedq_wake_check_writable(void)
 			errhint(
 				"Reconnect and wait again: after a failover, to the new primary (target_session_attrs=read-write)."));
 	if (XactReadOnly)
-		ereport(
-			ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-			errmsg("cannot wait for a task in a read-only transaction"),
-			errdetail("A task that came could not be claimed in it."),
-			errhint("Wait in a read-write transaction, on the primary."));
+		ereport(ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				errmsg("cannot wait for a task in a read-only transaction"),
+				errdetail("A task that came could not be claimed in it."),
+				errhint("Wait in a read-write transaction, on the primary."));
 }
 
 /*
