@@ -688,6 +688,7 @@ schedq_scheduler_main(Datum main_arg)
 				tick.wake = GetCurrentTimestamp() + (int64) backoff_ms * 1000;
 			}
 			PG_END_TRY();
+			MemoryContextSwitchTo(loop_cxt);
 			if (tick.refused)
 			{
 				/* nothing it did counts; try again in a while */
