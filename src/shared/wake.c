@@ -502,12 +502,12 @@ schedq_wake_unregister(void)
 
 /*
  * Raise 25006 when this waiter (registered, or about to) can claim
- * nothing because the server is read-only: its transaction is (a hot standby, READ ONLY, or
- * default_transaction_read_only on when it began), default_transaction_
- * read_only has turned on since its wait began (a reload pending is read
- * first: the backend would otherwise read it only after its statement),
- * or its database's scheduler has marked the database read-only (writes
- * refused).  See the file header.
+ * nothing because the server is read-only: its transaction is (a hot
+ * standby, READ ONLY, or default_transaction_read_only on when it began),
+ * default_transaction_read_only has turned on since its wait began (a
+ * reload pending is read first: the backend would otherwise read it only
+ * after its statement), or its database's scheduler has marked the
+ * database read-only (writes refused).  See the file header.
  */
 void
 schedq_wake_check_writable(void)
