@@ -288,22 +288,6 @@ sub server_log
 	return $text;
 }
 
-# Stop one node's keeper and its Postgres (--immediate: a crash).
-sub stop
-{
-	my ($self, $name, $mode) = @_;
-	my ($rc, $out, $err) =
-	  $self->autoctl('stop', '--pgdata', $self->pgdata($name),
-		$mode ? ("--$mode") : ());
-	my $h = delete $self->{handles}{$name};
-	if ($h)
-	{
-		my $ok = eval { $h->finish; 1 };
-		$h->kill_kill unless $ok;
-	}
-	return $rc;
-}
-
 # The processes under $pid (itself included), from /proc.
 sub descendants
 {
