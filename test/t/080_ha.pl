@@ -46,11 +46,6 @@ use HaCluster;
 my $missing = HaCluster::missing();
 plan skip_all => $missing if $missing;
 
-# Set to undef once schedq stands aside while default_transaction_read_only
-# is on (scheduler_status() state 'read-only').
-my $readonly_todo =
-  'schedq does not stand aside while the promoted node is read-only yet';
-
 my $ha = HaCluster->new(node_conf => qq{
 max_worker_processes = 16
 schedq.reaper_interval = '200ms'
@@ -193,7 +188,7 @@ my %done_by_test;    # task id => 1: completes the test had acknowledged
 
 sub scenario
 {
-	my ($label, $from, $to, $how) = @_;
+	my ($label, $from, $to, $how, $read_only) = @_;
 	my $old_w = $ha->conn($from, 'worker');
 	my $old_app = $ha->conn($from, 'app');
 	my $new = $ha->conn($to);
@@ -404,17 +399,19 @@ sub scenario
 	# stop_replication state, until the old primary is known to be down),
 	# and after: no schedq WARNING, no SQL executor that died and was
 	# started again.
+	if ($read_only)
+	{
+		like($ro_state // '', qr/^read-only/,
+			"$label: meanwhile scheduler_status() says read-only");
+		cmp_ok(metric($new, 'read_only_ms'), '>', 0, "$label: and read_only_ms counts the time");
+	}
 	my $log = substr($ha->server_log($to), $log_offset);
 	my @warnings = $log =~ /^.*WARNING:.*schedq.*$/mg;
 	my @restarts = $log =~ /^.*background worker "schedq sql executor".*exited with exit code [1-9].*$/mg;
-	TODO:
-	{
-		local $TODO = $readonly_todo;
-		is(scalar @warnings, 0, "$label: no schedq WARNING on the new primary")
-		  or diag join("\n", @warnings[ 0 .. ($#warnings < 4 ? $#warnings : 4) ]);
-		is(scalar @restarts, 0, "$label: no SQL executor restart while it was read-only")
-		  or diag join("\n", @restarts[ 0 .. ($#restarts < 4 ? $#restarts : 4) ]);
-	}
+	is(scalar @warnings, 0, "$label: no schedq WARNING on the new primary")
+	  or diag join("\n", @warnings[ 0 .. ($#warnings < 4 ? $#warnings : 4) ]);
+	is(scalar @restarts, 0, "$label: no SQL executor restart while it was read-only")
+	  or diag join("\n", @restarts[ 0 .. ($#restarts < 4 ? $#restarts : 4) ]);
 	return;
 }
 
@@ -494,7 +491,8 @@ scenario(
 	sub {
 		note '(2) crash: ' . $ha->crash('node2') . ' processes of node2 killed';
 		return undef;
-	});
+	},
+	1);
 check_all('(2) crash');
 
 # Stop: the workers drain, the submitter ends.
