@@ -54,8 +54,11 @@ schedq.sql_workers = 2
 });
 my (@workers, $submitter);
 my $dir = $ha->{dir};
+# A test stopped by a signal still stops what it started (END).
+$SIG{$_} = sub { exit 1 } for qw(INT TERM HUP);
 END
 {
+	local $?;
 	if ($ha)
 	{
 		$_->kill_kill(grace => 2) for grep { $_ } @workers, $submitter;
@@ -266,9 +269,10 @@ sub scenario
 			if ($rec eq 'f' && !defined $time{out_of_recovery})
 			{
 				$time{out_of_recovery} = $now;
-				# What was running at the promotion.
+				# What was running at the promotion, claimed before it.
 				$snapshot = $new->safe_psql('',
-					"SELECT string_agg(id || ' ' || attempts, E'\\n') FROM schedq.task WHERE status = 'running'");
+					"SELECT string_agg(id || ' ' || attempts, E'\\n') FROM schedq.task"
+					  . " WHERE status = 'running' AND started_at < to_timestamp($time{start})");
 			}
 			if ($rec eq 'f' && $ro eq 'on')
 			{
