@@ -269,10 +269,15 @@ sub scenario
 			if ($rec eq 'f' && !defined $time{out_of_recovery})
 			{
 				$time{out_of_recovery} = $now;
-				# What was running at the promotion, claimed before it.
+				# What was running at the promotion: while the node is
+				# read-only nothing is claimed there (the old primary may
+				# still have claimed after the start of the failover); past
+				# that, what was claimed before the failover began.
 				$snapshot = $new->safe_psql('',
-					"SELECT string_agg(id || ' ' || attempts, E'\\n') FROM schedq.task"
-					  . " WHERE status = 'running' AND started_at < to_timestamp($time{start})");
+					"SELECT string_agg(id || ' ' || attempts, E'\\n') FROM schedq.task WHERE status = 'running'"
+					  . ($ro eq 'on' ? '' : " AND started_at < to_timestamp($time{start})"));
+				note "$label: the first look at $to out of recovery found it writable already"
+				  unless $ro eq 'on';
 			}
 			if ($rec eq 'f' && $ro eq 'on')
 			{

@@ -90,9 +90,11 @@ pgautofailover.primary_demote_timeout = 3000
 pgautofailover.startup_grace_period = 1000
 };
 
-# The keeper's timeouts (pg_autoctl config set), in seconds.
+# The keeper's timeouts (pg_autoctl config set), in seconds: a primary
+# that reaches neither the monitor nor its standby demotes itself after 4 s,
+# before the monitor lets the new primary take writes (2 s + 3 s).
 my %keeper_conf = (
-	'timeout.network_partition_timeout' => 10,
+	'timeout.network_partition_timeout' => 4,
 	'timeout.prepare_promotion_walreceiver' => 1,
 	'timeout.prepare_promotion_catchup' => 10,
 	'timeout.postgresql_restart_failure_timeout' => 5,
