@@ -449,6 +449,12 @@ sub check_all
 	is(join(',', grep { $finished{$_} > 1 } sort keys %finished), '',
 		"$label: no program ran to its end twice for a task");
 
+	# A worker's claim cut off comes back after its lease (15 s).
+	my $cut = ids_list(keys %expected_cut);
+	ok( defined poll_until(
+			$any, '', "SELECT count(*) FROM schedq.task WHERE id = ANY('$cut') AND status = 'done'",
+			scalar(keys %expected_cut), 60),
+		"$label: the claims cut off ran again, and are done");
 	my $again = $any->safe_psql('',
 		"SELECT coalesce(string_agg(id || ' ' || attempts || ' ' || coalesce(last_error, '-'), E'\\n' ORDER BY id), '')"
 		  . ' FROM schedq.task WHERE attempts > 1');
