@@ -51,7 +51,10 @@
  * says so once on the way in and once on the way out.  A reload sets the
  * latch, so the iteration after default_transaction_read_only goes off
  * resumes the passes; after a refusal, an iteration tries again each
- * schedq.promote_interval, silently while it is refused.
+ * schedq.promote_interval, silently while it is refused.  A
+ * default_transaction_read_only of the database (ALTER DATABASE ... SET)
+ * is read at connection only: the scheduler leaves when it is reset, to
+ * be started again (scheduler_check_database_setting).
  *
  * Only one scheduler acts per database: it holds a session-level lock
  * (process/background.h) for its lifetime, and a second one exits.  Every pass is
@@ -228,6 +231,49 @@ scheduler_read_only_leave(void)
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	scheduler_slot->read_only = false;
 	LWLockRelease(schedq_shm->lock);
+}
+
+/*
+ * Is default_transaction_read_only on only by a setting of this database
+ * or this role (ALTER DATABASE ... SET, ALTER ROLE ... SET) that is gone
+ * now?  Those are read once, at connection, and no reload reads them
+ * again: the scheduler then leaves, and the launcher starts another,
+ * which reads them anew.  Runs a transaction of its own.
+ */
+static void
+scheduler_check_database_setting(void)
+{
+	bool isnull;
+	bool gone;
+
+	schedq_background_tick_begin("schedq scheduler: read-only");
+	if (SPI_execute(
+			"SELECT s.source IN ('database', 'user', 'database user')"
+			"   AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting d,"
+			"                   unnest(d.setconfig) c"
+			"     WHERE d.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database"
+			"                                  WHERE datname = current_database()))"
+			"       AND d.setrole IN (0, (SELECT oid FROM pg_catalog.pg_roles"
+			"                              WHERE rolname = session_user))"
+			"       AND c LIKE 'default\\_transaction\\_read\\_only=%'"
+			"       AND split_part(c, '=', 2)::boolean)"
+			"  FROM pg_catalog.pg_settings s"
+			" WHERE s.name = 'default_transaction_read_only'",
+			true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not read default_transaction_read_only");
+	gone = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_background_tick_commit();
+	if (!gone || isnull)
+		return;
+	scheduler_read_only_leave();
+	ereport(DEBUG1,
+			errmsg("schedq scheduler exiting: default_transaction_read_only "
+				   "of database \"%s\" was reset; the launcher starts "
+				   "another",
+				   scheduler_dbname));
+	proc_exit(0);
 }
 
 static void
@@ -671,7 +717,18 @@ schedq_scheduler_main(Datum main_arg)
 			scheduler_set_state(SCHEDULER_DISABLED);
 		}
 		else if (DefaultXactReadOnly)
+		{
 			scheduler_read_only_enter("default_transaction_read_only is on");
+			PG_TRY();
+			{
+				scheduler_check_database_setting();
+			}
+			PG_CATCH();
+			{
+				(void) scheduler_recover(loop_cxt, &tick);
+			}
+			PG_END_TRY();
+		}
 		else
 		{
 			PG_TRY();
@@ -688,6 +745,7 @@ schedq_scheduler_main(Datum main_arg)
 				tick.wake = GetCurrentTimestamp() + (int64) backoff_ms * 1000;
 			}
 			PG_END_TRY();
+			MemoryContextSwitchTo(loop_cxt);
 			if (tick.refused)
 			{
 				/* nothing it did counts; try again in a while */

@@ -502,12 +502,12 @@ schedq_wake_unregister(void)
 
 /*
  * Raise 25006 when this waiter (registered, or about to) can claim
- * nothing because the server is read-only: its transaction is (a hot standby, READ ONLY, or
- * default_transaction_read_only on when it began), default_transaction_
- * read_only has turned on since its wait began (a reload pending is read
- * first: the backend would otherwise read it only after its statement),
- * or its database's scheduler has marked the database read-only (writes
- * refused).  See the file header.
+ * nothing because the server is read-only: its transaction is (a hot
+ * standby, READ ONLY, or default_transaction_read_only on when it began),
+ * default_transaction_read_only has turned on since its wait began (a
+ * reload pending is read first: the backend would otherwise read it only
+ * after its statement), or its database's scheduler has marked the
+ * database read-only (writes refused).  See the file header.
  */
 void
 schedq_wake_check_writable(void)
@@ -515,7 +515,9 @@ schedq_wake_check_writable(void)
 	SchedqDatabase *db;
 	bool			refused;
 	bool			turned;
+	char		   *datname;
 
+	schedq_shm_require_preloaded();
 	if (ConfigReloadPending)
 	{
 		ConfigReloadPending = false;
@@ -529,6 +531,9 @@ schedq_wake_check_writable(void)
 	turned =
 		waiter_registered && DefaultXactReadOnly && !waiter_began_read_only;
 
+	if (!turned && !refused && !XactReadOnly)
+		return;
+	datname = get_database_name(MyDatabaseId);
 	if (turned || refused)
 		ereport(
 			ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -540,7 +545,7 @@ schedq_wake_check_writable(void)
 						  "be claimed here until it is off again.") :
 				errdetail("Writes are refused: the scheduler of database "
 						  "\"%s\" stands aside until they are accepted.",
-						  get_database_name(MyDatabaseId)),
+						  datname ? datname : "?"),
 			errhint(
 				"Reconnect and wait again: after a failover, to the new primary (target_session_attrs=read-write)."));
 	if (XactReadOnly)

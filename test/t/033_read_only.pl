@@ -28,7 +28,11 @@
 #	      a fencing extension might): the periodic pass is refused, the
 #	      scheduler says 'read-only' with the refusal in its one LOG line,
 #	      a waiting claim ends with 25006, no WARNING; once the trigger is
-#	      gone it resumes by itself.
+#	      gone it resumes by itself;
+#	  (e) a database made read-only by ALTER DATABASE ... SET (read by a
+#	      scheduler only when it connects): a scheduler started then
+#	      stands aside, and after ALTER DATABASE ... RESET one is idle
+#	      there again within seconds and promotes.
 #
 #	  Without the change the scheduler runs its passes into "cannot
 #	  execute ... in a read-only transaction" WARNINGs, its executors die
@@ -266,6 +270,28 @@ is(scalar @refused, 1, '(d) exactly one LOG line on entering, with the refusal')
 @out = $log =~ /LOG:  schedq scheduler: the server is no longer read-only/g;
 is(scalar @out, 1, '(d) exactly one LOG line on leaving');
 is(bad_lines($log), '', '(d) no WARNING, ERROR or FATAL but the waiter\'s');
+
+#
+# (e) A database made read-only by ALTER DATABASE ... SET: its scheduler
+# reads that when it starts, and when it is reset, a scheduler that sees
+# it gone takes over.
+#
+q1('CREATE DATABASE ro_db');
+$node->safe_psql('ro_db', 'CREATE EXTENSION schedq');
+my $ro_state = q{SELECT state FROM schedq.scheduler_status() WHERE datname = 'ro_db'};
+ok(defined poll_until($node, 'postgres', $ro_state, 'idle', 30), '(e) ro_db has its scheduler');
+q1(q{ALTER DATABASE ro_db SET default_transaction_read_only = on});
+q1(q{SELECT pg_terminate_backend(pid) FROM schedq.scheduler_status() WHERE datname = 'ro_db'});
+ok(defined poll_until($node, 'postgres', $ro_state, 'read-only', 30),
+	'(e) its next scheduler stands aside: the database is read-only');
+q1(q{ALTER DATABASE ro_db RESET default_transaction_read_only});
+$took = poll_until($node, 'postgres', $ro_state, 'idle', 10);
+ok(defined $took, '(e) reset, a scheduler is idle there again') and
+  note sprintf('(e) idle %.1f s after the reset', $took);
+$node->safe_psql('ro_db', q{SELECT schedq.submit('after', queue => 'e', run_at => now() + interval '1 s')});
+ok(defined poll_until($node, 'ro_db',
+		q{SELECT status FROM schedq.task WHERE queue = 'e'}, 'available', 10),
+	'(e) and it promotes');
 
 $node->stop;
 done_testing();
