@@ -136,6 +136,7 @@ extern bool ctl_workerconn_connect(Worker *w, char *why, size_t len);
 extern void ctl_workerconn_say(Worker *w, const char *level, const char *key,
 							   const char *fmt, ...) pg_attribute_printf(4, 5);
 extern void ctl_workerconn_working(Worker *w);
+extern void ctl_workerconn_where(Worker *w, char *buf, size_t len);
 extern void ctl_workerconn_disconnect(Worker *w, const char *why);
 extern void ctl_workerconn_drop_wait(Worker *w, bool cancel);
 extern WorkerCheck ctl_workerconn_check(Worker *w, PGresult *res,

@@ -20,16 +20,24 @@
  *	  pg_extension, which no server logs as an error).  A broken
  *	  connection, or one that cannot work (schedq dropped, a claim that
  *	  fails), drops both, and the loop reconnects after a back-off of 0.1 s
- *	  doubling to 30 s, each delay jittered by +-25 % so that workers cut
+ *	  doubling to 2 s, each delay jittered by +-25 % so that workers cut
  *	  off together do not come back together, while the programs keep
  *	  running; what could not be reported is reported after reconnecting
- *	  (workerclaim.c).  The back-off starts again only when a claim (or a
- *	  wait) works, not when a connection is made: a server that takes
- *	  connections but cannot hand out tasks is not retried ten times a
- *	  second.  While it retries, the worker says each reason once; when a
- *	  claim works again it says so.  A missing privilege ends the worker
- *	  with exit 4, as does a database without schedq at the start: no task
- *	  could be worked on.
+ *	  (workerclaim.c).  The cap is short so that a restart or a failover
+ *	  costs a worker about a second once the server takes connections
+ *	  again; a refused connection costs the server nothing.  The back-off
+ *	  starts again only when a claim (or a wait) works, not when a
+ *	  connection is made: a server that takes connections but cannot hand
+ *	  out tasks is not retried ten times a second.  While it retries, the
+ *	  worker says each reason once; when a claim works again it says so.
+ *	  A missing privilege ends the worker with exit 4, as does a database
+ *	  without schedq at the start: no task could be worked on.
+ *
+ *	  The -d string may list several hosts (host=a,b port=x,y
+ *	  target_session_attrs=read-write): libpq tries them in turn, at each
+ *	  (re)connection, and the worker logs the host and port it reached.
+ *	  The wait connection is made to that same server, whatever the list
+ *	  says, so that both connections of a worker talk to one server.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -41,7 +49,7 @@
 #include "worker.h"
 
 #define BACKOFF_FIRST 0.1
-#define BACKOFF_MAX	  30.0
+#define BACKOFF_MAX	  2.0
 
 /*
  * Log a line at level, unless its key was said since the last claim that
@@ -78,6 +86,20 @@ ctl_workerconn_working(Worker *w)
 	w->nsaid = 0;
 	w->retries = 0;
 	w->backoff = BACKOFF_FIRST;
+}
+
+/*
+ * Where the control connection is: "host:port" (a socket directory for a
+ * Unix-domain socket), in buf.
+ */
+void
+ctl_workerconn_where(Worker *w, char *buf, size_t len)
+{
+	const char *host = w->conn ? PQhost(w->conn) : NULL;
+	const char *port = w->conn ? PQport(w->conn) : NULL;
+
+	snprintf(buf, len, "%s:%s", host && host[0] ? host : "?",
+			 port && port[0] ? port : "?");
 }
 
 /*
@@ -169,7 +191,7 @@ ctl_workerconn_drop_wait(Worker *w, bool cancel)
 
 /*
  * The connection broke, or cannot work: drop both, reconnect after the
- * back-off, jittered; the next back-off is twice as long, up to 30 s.
+ * back-off, jittered; the next back-off is twice as long, up to 2 s.
  */
 void
 ctl_workerconn_disconnect(Worker *w, const char *why)
@@ -247,7 +269,7 @@ ctl_workerconn_await(Worker *w)
 
 	if (w->wconn == NULL)
 	{
-		w->wconn = ctl_conn_open(w->conninfo, NULL, NULL);
+		w->wconn = ctl_conn_open_like(w->conninfo, w->conn);
 		if (w->wconn == NULL)
 		{
 			ctl_workerconn_disconnect(w, "wait connection");

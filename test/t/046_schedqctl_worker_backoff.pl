@@ -156,8 +156,9 @@ my $said = () = slurp("$dir/b.log") =~ /schedq is not installed/g;
 is($said, 1, '(b) the worker says why once, not at each retry')
   or diag slurp("$dir/b.log");
 
-# Installed again, with the grants, in one transaction: a worker sees
-# the functions and its privileges together.
+# Installed again, with the grants and the work grant (schedq.work_grant
+# went with the extension), in one transaction: a worker sees the
+# functions and its privileges together.
 q1(q{BEGIN;
 CREATE EXTENSION schedq;
 GRANT USAGE ON SCHEMA schedq TO app, worker;
@@ -167,6 +168,7 @@ GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.complete,
       schedq.complete_many, schedq.complete_and_claim, schedq.fail,
       schedq.verify_grant TO worker;
 GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
+SELECT schedq.grant_work('worker', 'app');
 COMMIT;});
 my $tb = q1("SET ROLE app; SELECT schedq.submit('back', queue => 'b')");
 ok(defined poll_until($node, 'postgres', "SELECT status FROM schedq.task WHERE id = $tb",
