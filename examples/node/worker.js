@@ -207,7 +207,9 @@ function onSignal(signal) {
  * server from a second connection (any role may cancel its own sessions). */
 function cancel(client) {
 	// A CancelRequest, as libpq's PQcancel sends it: no login, and a pooler
-	// passes it on to the server connection running the statement.
+	// passes it on to the server connection running the statement.  As
+	// libpq does, the socket stays open until the other side closes it:
+	// PgBouncer 1.18 exits when a client closes before its cancel is sent.
 	const request = Buffer.alloc(16);
 	request.writeInt32BE(16, 0);
 	request.writeInt32BE(80877102, 4);
@@ -216,7 +218,9 @@ function cancel(client) {
 	const socket = client.host.startsWith('/')
 		? net.connect(`${client.host}/.s.PGSQL.${client.port}`)
 		: net.connect(client.port, client.host);
-	socket.on('connect', () => socket.end(request));
+	socket.setTimeout(5000, () => socket.destroy());
+	socket.on('connect', () => socket.write(request));
+	socket.on('end', () => socket.destroy());
 	socket.on('error', (err) => log(`could not cancel the wait: ${err.message}`));
 }
 
