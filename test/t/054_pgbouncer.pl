@@ -223,8 +223,7 @@ for my $ex (@examples)
 		$ENV{SCHEDQ_QUEUES} = $queue;
 		$ENV{SCHEDQ_BATCH} = 3;
 		$ENV{SCHEDQ_WAIT} = 30;
-		exec(@$cmd);
-		POSIX::_exit(127);
+		exec(@$cmd) or POSIX::_exit(127);
 	}
 	# Three rounds of submits: claims, completes, waits, claims again.
 	for my $round (1 .. 3)

@@ -102,8 +102,7 @@ for my $ex (@examples)
 		$ENV{SCHEDQ_WORKER} = "failover-$label";
 		$ENV{SCHEDQ_QUEUES} = $queue;
 		$ENV{SCHEDQ_WAIT} = 30;
-		exec(@$cmd);
-		POSIX::_exit(127);
+		exec(@$cmd) or POSIX::_exit(127);
 	}
 
 	#
