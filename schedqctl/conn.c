@@ -75,12 +75,12 @@ ctl_conn_open(const char *conninfo, char **why, bool *needs_password)
 PGconn *
 ctl_conn_open_like(const char *conninfo, PGconn *like)
 {
-	const char		*keys[6];
-	const char		*values[6];
-	int				 n = 0;
-	bool			 hostaddr = false;
+	const char		 *keys[6];
+	const char		 *values[6];
+	int				  n = 0;
+	bool			  hostaddr = false;
 	PQconninfoOption *opts = PQconninfo(like);
-	PGconn			*conn;
+	PGconn			 *conn;
 
 	for (PQconninfoOption *o = opts; o && o->keyword; o++)
 		if (strcmp(o->keyword, "hostaddr") == 0 && o->val && o->val[0])
