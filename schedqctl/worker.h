@@ -103,6 +103,7 @@ typedef struct Worker
 	bool	want_claim;
 	double	reconnect_at;
 	double	backoff;
+	bool	unreachable; /* the last attempt made no connection */
 	size_t	max_result;
 	Slot   *slots;
 	int		running;  /* used slots */

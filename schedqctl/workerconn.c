@@ -25,7 +25,10 @@
  *	  running; what could not be reported is reported after reconnecting
  *	  (workerclaim.c).  The cap is short so that a restart or a failover
  *	  costs a worker about a second once the server takes connections
- *	  again; a refused connection costs the server nothing.  The back-off
+ *	  again; while no connection can be made at all (the server is down,
+ *	  restarting, or refuses it), the delays are capped at 1 s, so that
+ *	  the worker is back about half a second after the server on
+ *	  average.  The back-off
  *	  starts again only when a claim (or a wait) works, not when a
  *	  connection is made: a server that takes connections but cannot hand
  *	  out tasks is not retried ten times a second.  While it retries, the
@@ -50,6 +53,8 @@
 
 #define BACKOFF_FIRST 0.1
 #define BACKOFF_MAX	  2.0
+/* While no connection can be made at all. */
+#define BACKOFF_MAX_UNREACHABLE 1.0
 
 /*
  * Log a line at level, unless its key was said since the last claim that
@@ -116,6 +121,7 @@ ctl_workerconn_connect(Worker *w, char *why, size_t len)
 	char	 *failed = NULL;
 
 	w->conn = ctl_conn_open(w->conninfo, &failed, NULL);
+	w->unreachable = w->conn == NULL;
 	if (w->conn == NULL)
 	{
 		/* libpq's words, first line: one reason, said once. */
@@ -191,13 +197,15 @@ ctl_workerconn_drop_wait(Worker *w, bool cancel)
 
 /*
  * The connection broke, or cannot work: drop both, reconnect after the
- * back-off, jittered; the next back-off is twice as long, up to 2 s.
+ * back-off, jittered (at most 1 s while no connection can be made); the
+ * next back-off is twice as long, up to 2 s.
  */
 void
 ctl_workerconn_disconnect(Worker *w, const char *why)
 {
-	double delay =
-		w->backoff * (0.75 + 0.5 * pg_prng_double(&pg_global_prng_state));
+	double delay = Min(w->backoff,
+					   w->unreachable ? BACKOFF_MAX_UNREACHABLE : BACKOFF_MAX) *
+				   (0.75 + 0.5 * pg_prng_double(&pg_global_prng_state));
 	char key[200];
 
 	snprintf(key, sizeof(key), "connection lost (%s)", why);

@@ -16,9 +16,10 @@
 #	      is ready to accept connections" in the server's log, to the
 #	      millisecond, against the task's started_at), the figure is
 #	      printed, and the worker logs that it reconnected to the
-#	      primary's host and port.  The back-off is 0.1 s doubling to 2 s
-#	      (jittered by +-25 %), so the wait after the server is ready is at
-#	      most 2.5 s and usually about one second.
+#	      primary's host and port.  The back-off is 0.1 s doubling to 2 s,
+#	      and to 1 s while no connection can be made (jittered by +-25 %),
+#	      so the wait after the server is ready is at most 1.25 s, about
+#	      half a second on average.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
 #	  prove; see the header of check.sh for the environment every TAP test
@@ -100,7 +101,7 @@ $node->stop('fast');
 kill 'CONT', $pid;
 # The outage: 7 s, long enough for a back-off capped at 30 s (as it was)
 # to reach 6.4 s, and the reconnection to come 3 s or more after the
-# server is ready; capped at 2 s, it comes within 2.5 s.
+# server is ready; capped at 1 s, it comes within 1.25 s.
 usleep(7_000_000);
 $node->start;
 my @ready = slurp($node->logfile) =~
