@@ -56,7 +56,8 @@
 //
 // Failures, as schedqctl's: the first connection fails (a wrong password,
 // say): one line on stderr, exit 3.  A privilege is missing: one line, exit
-// 4.  A connection lost later: reconnect after 0.1 s, doubling up to 2 s,
+// 4.  A connection lost later, or a server turned read-only (25006, a
+// primary fenced off in a failover): reconnect after 0.1 s, doubling up to 2 s,
 // each delay jittered by +-25 %, so that a restart or a failover costs
 // about a second once the server takes connections again.
 //
@@ -297,8 +298,17 @@ func (w *worker) run(ctx context.Context) error {
 			lostReports(len(w.unreported)+len(w.pending), err)
 			return nil
 		}
+		lost := "connection lost"
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "25006" {
+			lost = "server read-only"
+			for _, c := range w.pool.AcquireAllIdle(ctx) {
+				c.Conn().Close(ctx) // released closed: the pool drops it
+				c.Release()
+			}
+		}
 		delay := time.Duration(float64(backoff) * (0.75 + rand.Float64()/2))
-		log.Printf("schedq-worker: connection lost (%v); retrying in %.1f s", err, delay.Seconds())
+		log.Printf("schedq-worker: %s (%v); retrying in %.1f s", lost, err, delay.Seconds())
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
@@ -586,7 +596,9 @@ func connectionLost(err error) bool {
 		case "28": // a new connection refused: retried, as a lost one is
 			return true
 		}
-		return false
+		// Read-only: a primary fenced off in a failover (run drops the
+		// pool's connections, and the next ones find the writable server).
+		return pgErr.Code == "25006"
 	}
 	return true
 }

@@ -57,7 +57,8 @@
  *
  * Failures, as schedqctl's: the first connection fails (a wrong password,
  * say): one line on stderr, exit 3.  A privilege is missing: one line, exit
- * 4.  A connection lost later: reconnect after 0.1 s, doubling up to 2 s,
+ * 4.  A connection lost later, or a server turned read-only (25006, a
+ * primary fenced off in a failover): reconnect after 0.1 s, doubling up to 2 s,
  * each delay jittered by +-25 %, so that a restart or a failover costs
  * about a second once the server takes connections again.
  *
@@ -389,10 +390,12 @@ function fatal(code, message) {
 /* A missing privilege (42501), or schema (3F000): no retry helps. */
 const missingPrivilege = (err) => err.code === '42501' || err.code === '3F000';
 
-/* Worth reconnecting for: the connection broke, or the server is going
- * away or busy.  Anything else (a missing GRANT, say) stops the worker. */
+/* Worth reconnecting for: the connection broke, the server is going away
+ * or busy, or it turned read-only (25006: a primary fenced off in a
+ * failover; the next connection finds the writable one).  Anything else (a
+ * missing GRANT, say) stops the worker. */
 function connectionLost(err) {
-	if (err.severity) return /^(08|40|53|57)/.test(err.code || '');
+	if (err.severity) return /^(08|40|53|57)/.test(err.code || '') || err.code === '25006';
 	return (
 		/^E[A-Z]+$/.test(err.code || '') ||
 		/connection|terminated|not queryable/i.test(err.message)
@@ -425,7 +428,8 @@ async function main() {
 				break;
 			}
 			const delay = backoff * (0.75 + Math.random() / 2);
-			log(`connection lost (${err.message}); retrying in ${delay.toFixed(1)} s`);
+			const lost = err.code === '25006' ? 'server read-only' : 'connection lost';
+			log(`${lost} (${err.message}); retrying in ${delay.toFixed(1)} s`);
 			await new Promise((resolve) => {
 				wakeUp = resolve;
 				setTimeout(resolve, delay * 1000);

@@ -52,7 +52,8 @@ lease).  Logs one line per attempt on stdout.
 
 Failures, as schedqctl's: the first connection fails (a wrong password,
 say): one line on stderr, exit 3.  A privilege is missing: one line, exit
-4.  A connection lost later: reconnect after 0.1 s, doubling up to 2 s,
+4.  A connection lost later, or a server that turned read-only (25006, a
+    primary fenced off in a failover): reconnect after 0.1 s, doubling up to 2 s,
 each delay jittered by +-25 %, so that a restart or a failover costs about
 a second once the server takes connections again.
 
@@ -180,7 +181,9 @@ class Worker:
                 psycopg.errors.InvalidSchemaName,
             ) as e:
                 fatal(4, f"missing privilege: {reason(e)} (see docs/security.md#roles)")
-            except psycopg.OperationalError as e:
+            except (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction) as e:
+                # Read-only (25006): a primary fenced off during a failover;
+                # the next connection finds the writable one.
                 if self.stopping.is_set():
                     if self.unreported or self.pending:
                         n = len(self.unreported) + len(self.pending)
@@ -191,7 +194,8 @@ class Worker:
                         )
                     break
                 delay = backoff * random.uniform(0.75, 1.25)
-                log(f"connection lost ({first_line(e)}); retrying in {delay:.1f} s")
+                lost = "server read-only" if e.sqlstate == "25006" else "connection lost"
+                log(f"{lost} ({first_line(e)}); retrying in {delay:.1f} s")
                 self.stopping.wait(delay)
                 backoff = min(backoff * 2, 2)
         log("stopped")

@@ -10,6 +10,10 @@
 #	      is frozen (SIGSTOP) with a task waiting: the worker claims it
 #	      within 3 s of the server being ready (the figure is printed), and
 #	      logs its connection to the primary again;
+#	  (c) the primary turns read-only (default_transaction_read_only, as a
+#	      failover manager fences a primary off) while the worker waits:
+#	      the worker says so and keeps trying; writable again, it runs a
+#	      new task;
 #	  then SIGTERM: exit 0.
 #
 #	  Every wait has a deadline.  Run by test/check.sh (make check) with
@@ -145,6 +149,36 @@ for my $ex (@examples)
 	my @again = slurp($log) =~ /connected to \Q$h:$p\E\b/g;
 	cmp_ok(scalar(@again), '>', scalar(@connected),
 		"(b) $label logs its new connection to $h:$p") or diag slurp($log);
+
+	#
+	# (c) The primary turns read-only while the worker waits (as a failover
+	# manager fences a primary off): await_task ends with 25006, and the
+	# worker keeps trying, with no server writable, until one is again.
+	#
+	ok( defined poll_until(
+			$node, 'postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'worker'"
+			  . " AND state = 'active' AND query LIKE 'CALL schedq.await_task%'",
+			't', 30),
+		"(c) $label waits in await_task again");
+	my $before = () = slurp($log) =~ /server read-only/g;
+	$node->safe_psql('postgres',
+		'ALTER SYSTEM SET default_transaction_read_only = on; SELECT pg_reload_conf()');
+	my ($said, $since) = (0, time);
+	while (!$said && time - $since < 30)
+	{
+		my $n = () = slurp($log) =~ /server read-only/g;
+		$said = $n > $before;
+		usleep(50_000) unless $said;
+	}
+	ok($said, "(c) $label says the server turned read-only") or diag slurp($log);
+	ok(kill(0, $pid), "(c) $label keeps running");
+	$node->safe_psql('postgres',
+		'ALTER SYSTEM RESET default_transaction_read_only; SELECT pg_reload_conf()');
+	my $t3 = as_app("SELECT schedq.submit('add', queue => '$queue', payload => '{\"numbers\": [5, 6]}')");
+	ok( defined poll_until(
+			$node, 'postgres', "SELECT status FROM schedq.task WHERE id = $t3", 'done', 60),
+		"(c) $label: writable again, it runs a new task") or diag slurp($log);
 
 	kill 'TERM', $pid;
 	my $status;
