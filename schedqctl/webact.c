@@ -56,16 +56,16 @@ static const WebAction actions[] = {
 	  "schedq.cancel($1::bigint))",
 	  { "id", NULL }, NULL, true },
 	{ "pause",
-	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', "
-	  "schedq.pause_queue($1) IS NULL)",
+	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true) "
+	  "FROM schedq.pause_queue($1)",
 	  { "queue", NULL }, NULL, false },
 	{ "resume",
-	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', "
-	  "schedq.resume_queue($1) IS NULL)",
+	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true) "
+	  "FROM schedq.resume_queue($1)",
 	  { "queue", NULL }, NULL, false },
 	{ "limit",
-	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', "
-	  "schedq.set_concurrency_limit($1, $2::integer) IS NULL)",
+	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true) "
+	  "FROM schedq.set_concurrency_limit($1, $2::integer)",
 	  { "key", "max" }, NULL, false },
 	{ "enable", enable_sql, { "name", NULL }, "true", false },
 	{ "disable", enable_sql, { "name", NULL }, "false", false },

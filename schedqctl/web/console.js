@@ -69,7 +69,7 @@ function table(columns, rows, rowAttrs) {
     h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.num ? 'num' : null }, c.title)))),
     h('tbody', {}, rows.map((r) => h('tr', rowAttrs ? rowAttrs(r) : {},
       columns.map((c) => h('td', { class: c.num ? 'num' : null, 'data-col': c.key || null },
-        c.cell ? c.cell(r) : (r[c.key] ?? ''))))))));
+        c.cell ? c.cell(r) : (r[c.key] ?? '')))))));
 }
 
 // A section that the role may not read: the database's refusal in its place.
@@ -197,6 +197,7 @@ async function refresh() {
   const g = generation;
   try {
     await pages[page].load(() => g === generation);
+    colorSwatches($('app'));
   } catch (e) {
     if (session) say(String(e.message || e), true);
   }
@@ -222,6 +223,7 @@ function lineChart(title, minutes, series, unit, id) {
     const pts = [];
     sr.values.forEach((v, i) => { if (v !== null) pts.push(`${x(i).toFixed(1)},${y(v).toFixed(1)}`); });
     if (pts.length) svg.append(s('polyline', { points: pts.join(' '), fill: 'none', stroke: sr.color, 'stroke-width': 1.5, 'data-series': sr.name }));
+    if (pts.length < 10) for (const pt of pts) { const [cx, cy] = pt.split(','); svg.append(s('circle', { cx, cy, r: 2.5, fill: sr.color })); }
   }
   return h('div', { class: 'chart' }, h('div', { class: 'title' }, title), svg,
     h('div', { class: 'legend' }, series.map((sr) => h('span', {}, h('span', { class: 'swatch', 'data-color': sr.color }), sr.name))));

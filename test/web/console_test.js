@@ -22,7 +22,7 @@ const T = 20000;
 
 function psql(sql) {
   return execFileSync('psql', ['-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', process.env.PSQL_CONN, '-c', sql],
-    { encoding: 'utf8' }).trim();
+    { encoding: 'utf8' }).trim().split('\n').pop();
 }
 
 let failures = 0;
@@ -34,6 +34,19 @@ async function check(name, fn) {
   try { await fn(); report(name, true); } catch (e) { report(name, false, e && e.message ? e.message : e); }
 }
 function assert(cond, why) { if (!cond) throw new Error(why); }
+
+// Wait until fn (run in the page) returns a true value.  Not playwright's
+// waitForFunction: it evaluates strings, which the console's CSP forbids.
+async function until(page, fn, arg) {
+  const end = Date.now() + T;
+  for (;;) {
+    let v = false;
+    try { v = await page.evaluate(fn, arg); } catch (e) { v = false; }
+    if (v) return v;
+    if (Date.now() > end) throw new Error('timed out waiting for ' + fn.toString().slice(0, 160));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 async function newPage(browser, base) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 820 } });
@@ -54,12 +67,12 @@ async function signIn(page, user, password) {
 }
 
 async function signedIn(page, user) {
-  await page.waitForFunction((u) => document.getElementById('who').textContent.startsWith(u + ' @'), user, { timeout: T });
+  await until(page, (u) => document.getElementById('who').textContent.startsWith(u + ' @'), user);
 }
 
 async function go(page, name) {
   await page.evaluate((n) => { location.hash = '#' + n; }, name);
-  await page.waitForFunction((n) => document.getElementById('app').dataset.page === n, name, { timeout: T });
+  await until(page, (n) => document.getElementById('app').dataset.page === n, name);
 }
 
 async function cell(page, queue, col) {
@@ -72,19 +85,19 @@ async function cell(page, queue, col) {
 }
 
 async function waitCell(page, queue, col, want) {
-  await page.waitForFunction(([q, c, w]) => {
+  await until(page, ([q, c, w]) => {
     for (const tr of document.querySelectorAll('#ov-queues tr[data-queue]')) {
       if (tr.dataset.queue === q) { const td = tr.querySelector(`td[data-col="${c}"]`); return td && td.textContent === w; }
     }
     return false;
-  }, [queue, col, String(want)], { timeout: T });
+  }, [queue, col, String(want)]);
 }
 
 async function message(page, re) {
-  await page.waitForFunction((src) => {
+  await until(page, (src) => {
     const m = document.getElementById('message');
     return !m.hidden && new RegExp(src).test(m.textContent);
-  }, re.source, { timeout: T });
+  }, re.source);
   return page.textContent('#message');
 }
 
@@ -130,11 +143,11 @@ async function post(page, url, body, token) {
       await waitCell(page, 'alpha', 'available', before + 5);
       psql("SELECT count(schedq.complete(token, '{}')) FROM schedq.claim('w-test', queues => '{alpha}', n => 5)");
       await waitCell(page, 'alpha', 'done', doneBefore + 5);
-      await page.waitForSelector('#chart-rate polyline', { timeout: T });
-      await page.waitForSelector('#chart-latency polyline', { timeout: T });
+      await page.waitForSelector('#chart-rate polyline', { state: 'attached', timeout: T });
+      await page.waitForSelector('#chart-latency polyline', { state: 'attached', timeout: T });
     });
     await check('overview: the scheduler of the database shows', async () => {
-      await page.waitForFunction(() => /idle|promoting|reaping/.test(document.getElementById('ov-schedulers').textContent), null, { timeout: T });
+      await until(page, () => /idle|promoting|reaping/.test(document.getElementById('ov-schedulers').textContent), null);
     });
     await shot(page, 'overview');
 
@@ -144,7 +157,7 @@ async function post(page, url, body, token) {
       await page.fill('#task-filters input[name=queue]', 'alpha');
       await page.selectOption('#task-filters select[name=status]', 'done');
       await page.click('#task-search');
-      await page.waitForFunction(() => document.querySelectorAll('#task-list tr[data-id]').length > 0, null, { timeout: T });
+      await until(page, () => document.querySelectorAll('#task-list tr[data-id]').length > 0, null);
       const rows = await page.$$eval('#task-list tr[data-id]', (trs) => trs.map((tr) => [tr.children[1].textContent, tr.children[3].textContent]));
       assert(rows.every(([q, st]) => q === 'alpha' && st === 'done'), JSON.stringify(rows));
     });
@@ -156,7 +169,7 @@ async function post(page, url, body, token) {
       await page.click('#task-search');
       const seen = [];
       for (let i = 0; i < 10; i++) {
-        await page.waitForFunction((n) => document.getElementById('task-page').textContent.startsWith('page ' + n), i + 1, { timeout: T });
+        await until(page, (n) => document.getElementById('task-page').textContent.startsWith('page ' + n), i + 1);
         const ids = await page.$$eval('#task-list tr[data-id]', (trs) => trs.map((tr) => tr.dataset.id));
         seen.push(...ids);
         if (await page.isDisabled('#task-next')) break;
@@ -181,10 +194,10 @@ async function post(page, url, body, token) {
       await page.fill('#task-filters input[name=id]', '');
       await page.fill('#task-filters input[name=dedup]', 'order-7');
       await page.click('#task-search');
-      await page.waitForFunction(() => {
+      await until(page, () => {
         const rows = document.querySelectorAll('#task-list tr[data-id]');
         return rows.length === 1 && rows[0].children[2].textContent === 'invoice';
-      }, null, { timeout: T });
+      }, null);
       await page.fill('#task-filters input[name=dedup]', '');
     });
 
@@ -193,7 +206,7 @@ async function post(page, url, body, token) {
       await page.evaluate(() => { window.__pwned = false; });
       await page.fill('#task-filters input[name=kind]', HOSTILE);
       await page.click('#task-search');
-      await page.waitForFunction((k) => [...document.querySelectorAll('#task-list td')].some((td) => td.textContent === k), HOSTILE, { timeout: T });
+      await until(page, (k) => [...document.querySelectorAll('#task-list td')].some((td) => td.textContent === k), HOSTILE);
       await page.click('#task-list tr[data-id]');
       await page.waitForSelector('.detail', { timeout: T });
       await page.waitForTimeout(1000);
@@ -222,7 +235,7 @@ async function post(page, url, body, token) {
       await page.click('#ov-queues tr[data-queue="alpha"] button[data-action="pause"]');
       await message(page, /pause alpha: done/);
       assert(psql("SELECT paused FROM schedq.queue WHERE name = 'alpha'") === 't', 'not paused');
-      await page.waitForFunction(() => /Paused: .*alpha/.test(document.getElementById('ov-paused').textContent), null, { timeout: T });
+      await until(page, () => /Paused: .*alpha/.test(document.getElementById('ov-paused').textContent), null);
       await page.click('#ov-queues tr[data-queue="alpha"] button[data-action="resume"]');
       await message(page, /resume alpha: done/);
       assert(psql("SELECT paused FROM schedq.queue WHERE name = 'alpha'") === 'f', 'still paused');
@@ -260,13 +273,13 @@ async function post(page, url, body, token) {
       assert(psql("SELECT max_active FROM schedq.concurrency_limit WHERE key = 'smtp'") === '3', 'limit not set');
       await page.waitForSelector('tr[data-limit="smtp"]', { timeout: T });
       await page.waitForSelector('tr[data-lock="account-1"]', { timeout: T });
-      await page.waitForFunction(() => /llm/.test(document.getElementById('gate-budgets').textContent), null, { timeout: T });
+      await until(page, () => /llm/.test(document.getElementById('gate-budgets').textContent), null);
     });
     await shot(page, 'gates');
     await go(page, 'workers');
     await check('workers: who holds which task, and its lease', async () => {
-      await page.waitForFunction(() => /w-busy/.test(document.getElementById('worker-running').textContent) &&
-        /lease/i.test(document.getElementById('worker-running').textContent), null, { timeout: T });
+      await until(page, () => /w-busy/.test(document.getElementById('worker-running').textContent) &&
+        /lease/i.test(document.getElementById('worker-running').textContent), null);
     });
     await shot(page, 'workers');
 
@@ -317,7 +330,7 @@ async function post(page, url, body, token) {
       await go(mon, 'tasks');
       await mon.waitForSelector('#task-list tr[data-id]', { timeout: T });
       await mon.click('#task-list tr[data-id]');
-      await mon.waitForFunction(() => /not in the monitor/.test(document.getElementById('task-detail').textContent), null, { timeout: T });
+      await until(mon, () => /not in the monitor/.test(document.getElementById('task-detail').textContent), null);
     });
     const sub = await newPage(browser, URL);
     await check('the submitter: pause refused, cancel of its own task allowed', async () => {
