@@ -52,8 +52,9 @@ typedef struct WebRequest
 static const char *
 get_arg(const WebCall *call, const char *name)
 {
-	const char *v = MHD_lookup_connection_value(
-		(struct MHD_Connection *) call->arg_state, MHD_GET_ARGUMENT_KIND, name);
+	const char *v =
+		MHD_lookup_connection_value((struct MHD_Connection *) call->arg_state,
+									MHD_GET_ARGUMENT_KIND, name);
 
 	return v != NULL && v[0] != '\0' ? v : NULL;
 }
@@ -101,8 +102,7 @@ form_parse(WebRequest *req)
 	char *save = NULL;
 
 	for (char *f = strtok_r(req->body->data, "&", &save);
-		 f != NULL && req->nargs < WEB_MAX_ARGS;
-		 f = strtok_r(NULL, "&", &save))
+		 f != NULL && req->nargs < WEB_MAX_ARGS; f = strtok_r(NULL, "&", &save))
 	{
 		char *eq = strchr(f, '=');
 
@@ -156,7 +156,7 @@ ctl_web_json_result_error(WebCall *call, PGconn *conn, const PGresult *res)
 		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
 	const char *hint =
 		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
-	int			status = 400;
+	int status = 400;
 
 	if (PQstatus(conn) != CONNECTION_OK)
 		status = 503;
@@ -182,10 +182,10 @@ bool
 ctl_web_query_json(WebCall *call, const char *sql, int nparams,
 				   const char *const *values)
 {
-	PGresult *res = PQexecParams(call->conn, sql, nparams, NULL, values, NULL,
-								 NULL, 0);
-	bool	  ok = PQresultStatus(res) == PGRES_TUPLES_OK &&
-			  PQntuples(res) == 1 && PQnfields(res) == 1;
+	PGresult *res =
+		PQexecParams(call->conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+			  PQnfields(res) == 1;
 
 	if (ok)
 	{
@@ -206,9 +206,10 @@ static enum MHD_Result
 respond(struct MHD_Connection *c, int status, const char *type,
 		const void *data, size_t len, bool copy, const char *cookie)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-		len, (void *) data,
-		copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, (void *) data,
+										copy ? MHD_RESPMEM_MUST_COPY :
+											   MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	MHD_add_response_header(r, "Content-Type", type);
@@ -240,8 +241,8 @@ respond_json(struct MHD_Connection *c, int status, PQExpBuffer out,
 static enum MHD_Result
 respond_error(struct MHD_Connection *c, int status, const char *message)
 {
-	PQExpBuffer out = createPQExpBuffer();
-	WebCall		call = { 0 };
+	PQExpBuffer		out = createPQExpBuffer();
+	WebCall			call = { 0 };
 	enum MHD_Result ret;
 
 	call.out = out;
@@ -256,10 +257,10 @@ static enum MHD_Result
 handle_session(struct MHD_Connection *c, const char *url, bool post,
 			   WebRequest *req, WebSession *session)
 {
-	PQExpBuffer out = createPQExpBuffer();
-	char		cookie[256];
+	PQExpBuffer		out = createPQExpBuffer();
+	char			cookie[256];
 	enum MHD_Result ret;
-	int			status = 200;
+	int				status = 200;
 
 	cookie[0] = '\0';
 	if (!post && session != NULL)
@@ -305,8 +306,7 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 											"X-CSRF-Token")))
 		{
 			call.out = out;
-			ctl_web_json_error(&call, 403, "missing or wrong CSRF token",
-							   NULL);
+			ctl_web_json_error(&call, 403, "missing or wrong CSRF token", NULL);
 			status = 403;
 		}
 		else
@@ -324,19 +324,19 @@ static enum MHD_Result
 handle_api(struct MHD_Connection *c, const char *url, bool post,
 		   WebRequest *req, WebSession *session)
 {
-	WebCall		call = { 0 };
-	PQExpBuffer out;
+	WebCall			call = { 0 };
+	PQExpBuffer		out;
 	enum MHD_Result ret;
-	bool		found;
-	const char *name;
+	bool			found;
+	const char	   *name;
 
 	if (post)
 	{
 		if (strncmp(url, "/api/action/", 12) != 0)
 			return respond_error(c, 404, "no such action");
 		if (!ctl_websession_csrf_ok(
-				session,
-				MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-CSRF-Token")))
+				session, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+													 "X-CSRF-Token")))
 			return respond_error(c, 403, "missing or wrong CSRF token");
 		if (ctl_websession_read_only())
 			return respond_error(c, 403, "this console is read-only");
@@ -355,7 +355,8 @@ handle_api(struct MHD_Connection *c, const char *url, bool post,
 	call.user = ctl_websession_user(session);
 	call.conn = ctl_websession_borrow(session);
 	if (call.conn == NULL)
-		return respond_error(c, 503, "no database connection is free; try again");
+		return respond_error(c, 503,
+							 "no database connection is free; try again");
 	out = createPQExpBuffer();
 	call.out = out;
 	call.status = 200;
@@ -387,13 +388,13 @@ handle_asset(struct MHD_Connection *c, const char *url)
 /* libmicrohttpd's access handler: called with the headers, each piece of
  * the body, then once more to answer. */
 static enum MHD_Result
-handle(void *cls, struct MHD_Connection *c, const char *url,
-	   const char *method, const char *version, const char *upload,
-	   size_t *upload_size, void **req_cls)
+handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+	   const char *version, const char *upload, size_t *upload_size,
+	   void **req_cls)
 {
-	WebRequest *req = *req_cls;
-	bool		post = strcmp(method, "POST") == 0;
-	WebSession *session;
+	WebRequest	   *req = *req_cls;
+	bool			post = strcmp(method, "POST") == 0;
+	WebSession	   *session;
 	enum MHD_Result ret;
 
 	if (req == NULL)
@@ -484,11 +485,11 @@ read_file(const char *path, const char *option)
 static bool
 parse_listen(const char *arg, struct sockaddr_storage *addr, bool *v6)
 {
-	char   *host = pg_strdup(arg);
-	char   *port = strrchr(host, ':');
-	struct addrinfo hints = { 0 };
+	char			*host = pg_strdup(arg);
+	char			*port = strrchr(host, ':');
+	struct addrinfo	 hints = { 0 };
 	struct addrinfo *ai = NULL;
-	bool	ok;
+	bool			 ok;
 
 	if (port == NULL || port[1] == '\0')
 		return false;
@@ -526,30 +527,42 @@ ctl_web_command(int argc, char **argv)
 		{ "help", no_argument, NULL, '?' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *conninfo = NULL;
-	const char *listen = "127.0.0.1:8080";
-	const char *cert = NULL;
-	const char *key = NULL;
-	bool		read_only = false;
-	bool		no_sign_in = false;
+	const char			   *conninfo = NULL;
+	const char			   *listen = "127.0.0.1:8080";
+	const char			   *cert = NULL;
+	const char			   *key = NULL;
+	bool					read_only = false;
+	bool					no_sign_in = false;
 	struct sockaddr_storage addr;
-	bool		v6 = false;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	bool					v6 = false;
+	unsigned int	   flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	struct MHD_Daemon *daemon;
-	sigset_t	sigs;
-	int			sig;
-	int			opt;
+	sigset_t		   sigs;
+	int				   sig;
+	int				   opt;
 
 	while ((opt = getopt_long(argc, argv, "d:", long_options, NULL)) != -1)
 	{
 		switch (opt)
 		{
-			case 'd': conninfo = optarg; break;
-			case 'l': listen = optarg; break;
-			case 'r': read_only = true; break;
-			case 'n': no_sign_in = true; break;
-			case 'c': cert = optarg; break;
-			case 'k': key = optarg; break;
+			case 'd':
+				conninfo = optarg;
+				break;
+			case 'l':
+				listen = optarg;
+				break;
+			case 'r':
+				read_only = true;
+				break;
+			case 'n':
+				no_sign_in = true;
+				break;
+			case 'c':
+				cert = optarg;
+				break;
+			case 'k':
+				key = optarg;
+				break;
 			case '?':
 				if (optind > 0 && strcmp(argv[optind - 1], "--help") == 0)
 				{
@@ -592,18 +605,20 @@ ctl_web_command(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR,
-		(struct sockaddr *) &addr, MHD_OPTION_THREAD_POOL_SIZE,
-		(unsigned int) 4, MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 64,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int) 16,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) 30,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32768,
-		MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL,
-		cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
-		cert ? read_file(cert, "--tls-cert") : NULL,
-		MHD_OPTION_HTTPS_MEM_KEY, key ? read_file(key, "--tls-key") : NULL,
-		MHD_OPTION_END);
+	daemon =
+		MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL,
+						 MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &addr,
+						 MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) 4,
+						 MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 64,
+						 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int) 16,
+						 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) 30,
+						 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32768,
+						 MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL,
+						 cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
+						 cert ? read_file(cert, "--tls-cert") : NULL,
+						 MHD_OPTION_HTTPS_MEM_KEY,
+						 key ? read_file(key, "--tls-key") : NULL,
+						 MHD_OPTION_END);
 	if (daemon == NULL)
 	{
 		pg_log_error("web: could not listen on %s (in use, or not an address "

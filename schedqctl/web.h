@@ -24,12 +24,12 @@
 #include "pqexpbuffer.h"
 
 /* Limits: sessions, each one's connections, a request body, idle time. */
-#define WEB_MAX_SESSIONS	32
-#define WEB_SESSION_CONNS	2
-#define WEB_MAX_BODY		8192
-#define WEB_SESSION_IDLE	1800 /* seconds */
-#define WEB_ID_BYTES		32	 /* session ids and CSRF tokens: 256 bits */
-#define WEB_ID_HEX			(WEB_ID_BYTES * 2)
+#define WEB_MAX_SESSIONS  32
+#define WEB_SESSION_CONNS 2
+#define WEB_MAX_BODY	  8192
+#define WEB_SESSION_IDLE  1800 /* seconds */
+#define WEB_ID_BYTES	  32   /* session ids and CSRF tokens: 256 bits */
+#define WEB_ID_HEX		  (WEB_ID_BYTES * 2)
 
 /* What the signed-in role may read: its own tables, or a monitor's views. */
 typedef enum WebSource
@@ -44,24 +44,24 @@ typedef struct WebSession WebSession;
 typedef struct WebCall
 {
 	WebSession *session;
-	PGconn	   *conn;		 /* borrowed from the session */
+	PGconn	   *conn; /* borrowed from the session */
 	WebSource	source;
 	bool		read_only;
 	const char *user;
 	/* the arguments: the query string (GET) or the form body (POST) */
-	const char *(*arg) (const struct WebCall *call, const char *name);
+	const char *(*arg)(const struct WebCall *call, const char *name);
 	void	   *arg_state;
-	int			status;		 /* HTTP status of the answer */
-	PQExpBuffer out;		 /* the JSON answer */
+	int			status; /* HTTP status of the answer */
+	PQExpBuffer out;	/* the JSON answer */
 } WebCall;
 
 /* An asset: a file of web/, embedded. */
 typedef struct WebAsset
 {
-	const char *path;
-	const char *content_type;
+	const char			*path;
+	const char			*content_type;
 	const unsigned char *data;
-	size_t		len;
+	size_t				 len;
 } WebAsset;
 
 /* web.c */
@@ -74,19 +74,20 @@ extern bool ctl_web_query_json(WebCall *call, const char *sql, int nparams,
 							   const char *const *values);
 
 /* websession.c */
-extern void ctl_websession_init(const char *conninfo, bool read_only,
-								bool no_sign_in, bool tls);
+extern void		   ctl_websession_init(const char *conninfo, bool read_only,
+									   bool no_sign_in, bool tls);
 extern WebSession *ctl_websession_find(const char *cookie);
-extern void ctl_websession_release(WebSession *session);
-extern PGconn *ctl_websession_borrow(WebSession *session);
-extern void ctl_websession_give_back(WebSession *session, PGconn *conn,
-									 bool broken);
-extern bool ctl_websession_csrf_ok(WebSession *session, const char *token);
+extern void		   ctl_websession_release(WebSession *session);
+extern PGconn	  *ctl_websession_borrow(WebSession *session);
+extern void		   ctl_websession_give_back(WebSession *session, PGconn *conn,
+											bool broken);
+extern bool		 ctl_websession_csrf_ok(WebSession *session, const char *token);
 extern WebSource ctl_websession_source(WebSession *session);
 extern const char *ctl_websession_user(WebSession *session);
 extern void ctl_websession_describe(WebSession *session, PQExpBuffer out);
 extern int	ctl_websession_login(const char *user, const char *password,
-								 PQExpBuffer out, char *cookie, size_t cookie_len);
+								 PQExpBuffer out, char *cookie,
+								 size_t cookie_len);
 extern void ctl_websession_logout(WebSession *session);
 extern void ctl_websession_login_token(char *hex);
 extern bool ctl_websession_login_token_ok(const char *cookie,

@@ -40,33 +40,43 @@ static const char *const enable_sql =
 typedef struct WebAction
 {
 	const char *name;
-	const char *sql;			/* one row, one JSON column */
-	const char *args[2];		/* the form fields of $1 and $2 */
-	const char *fixed2;			/* $2 when it is not a field */
-	bool		id;				/* $1 is a task id */
+	const char *sql;	 /* one row, one JSON column */
+	const char *args[2]; /* the form fields of $1 and $2 */
+	const char *fixed2;	 /* $2 when it is not a field */
+	bool		id;		 /* $1 is a task id */
 } WebAction;
 
 static const WebAction actions[] = {
 	{ "retry",
 	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', "
 	  "schedq.retry($1::bigint))",
-	  { "id", NULL }, NULL, true },
+	  { "id", NULL },
+	  NULL,
+	  true },
 	{ "cancel",
 	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', "
 	  "schedq.cancel($1::bigint))",
-	  { "id", NULL }, NULL, true },
+	  { "id", NULL },
+	  NULL,
+	  true },
 	{ "pause",
 	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true) "
 	  "FROM schedq.pause_queue($1)",
-	  { "queue", NULL }, NULL, false },
+	  { "queue", NULL },
+	  NULL,
+	  false },
 	{ "resume",
 	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true) "
 	  "FROM schedq.resume_queue($1)",
-	  { "queue", NULL }, NULL, false },
+	  { "queue", NULL },
+	  NULL,
+	  false },
 	{ "limit",
 	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true) "
 	  "FROM schedq.set_concurrency_limit($1, $2::integer)",
-	  { "key", "max" }, NULL, false },
+	  { "key", "max" },
+	  NULL,
+	  false },
 	{ "enable", enable_sql, { "name", NULL }, "true", false },
 	{ "disable", enable_sql, { "name", NULL }, "false", false },
 };
@@ -105,8 +115,8 @@ run_action(const WebAction *a, WebCall *call)
 	}
 	if (a->sql == enable_sql)
 	{
-		PGresult *res = PQexecParams(call->conn, a->sql, n, NULL, values, NULL,
-									 NULL, 0);
+		PGresult *res =
+			PQexecParams(call->conn, a->sql, n, NULL, values, NULL, NULL, 0);
 
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 			ctl_web_json_result_error(call, call->conn, res);

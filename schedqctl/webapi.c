@@ -38,34 +38,35 @@ typedef struct WebQuery
 	const char *monitor;
 } WebQuery;
 
-#define Q(call, q) ((call)->source == WEB_SOURCE_MONITOR ? (q).monitor : (q).own)
+#define Q(call, q)                                                             \
+	((call)->source == WEB_SOURCE_MONITOR ? (q).monitor : (q).own)
 
 /*
  * The queues, and per minute of the last hour: tasks done, failed, and
  * the quantiles of the wait from due (run_at) to start, of the tasks that
  * finished in that minute.
  */
-#define OVERVIEW_SQL(QS, T)                                                    \
-	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "             \
-	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object(" \
-	"'queue', queue, 'paused', paused, 'pending', pending, 'available', "      \
-	"available, 'running', running, 'done', done, 'failed', failed, "          \
-	"'canceled', canceled, 'skipped', skipped, 'oldest_available_s', "         \
-	"round(extract(epoch FROM oldest_available_age)::numeric, 1)) "            \
-	"ORDER BY queue), '[]') FROM schedq." QS "), "                             \
-	"'minutes', (SELECT pg_catalog.json_agg(pg_catalog.json_build_object("     \
-	"'t', m.m, 'done', COALESCE(f.done, 0), 'failed', COALESCE(f.failed, 0), " \
-	"'latency', f.q) ORDER BY m.m) FROM pg_catalog.generate_series("           \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes', " \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()), interval '1 minute') "    \
+#define OVERVIEW_SQL(QS, T)                                                         \
+	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                 \
+	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object("  \
+	"'queue', queue, 'paused', paused, 'pending', pending, 'available', "           \
+	"available, 'running', running, 'done', done, 'failed', failed, "               \
+	"'canceled', canceled, 'skipped', skipped, 'oldest_available_s', "              \
+	"round(extract(epoch FROM oldest_available_age)::numeric, 1)) "                 \
+	"ORDER BY queue), '[]') FROM schedq." QS "), "                                  \
+	"'minutes', (SELECT pg_catalog.json_agg(pg_catalog.json_build_object("          \
+	"'t', m.m, 'done', COALESCE(f.done, 0), 'failed', COALESCE(f.failed, 0), "      \
+	"'latency', f.q) ORDER BY m.m) FROM pg_catalog.generate_series("                \
+	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes', "   \
+	"pg_catalog.date_trunc('minute', pg_catalog.now()), interval '1 minute') "      \
 	"AS m(m) LEFT JOIN (SELECT pg_catalog.date_trunc('minute', finished_at) AS m, " \
-	"count(*) FILTER (WHERE status = 'done') AS done, "                         \
-	"count(*) FILTER (WHERE status = 'failed') AS failed, "                     \
-	"pg_catalog.percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY " \
-	"extract(epoch FROM GREATEST(started_at - run_at, "              \
-	"interval '0'))) FILTER (WHERE started_at IS NOT NULL) AS q "               \
-	"FROM schedq." T " WHERE status IN ('done', 'failed') AND finished_at > "   \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes' " \
+	"count(*) FILTER (WHERE status = 'done') AS done, "                             \
+	"count(*) FILTER (WHERE status = 'failed') AS failed, "                         \
+	"pg_catalog.percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY "    \
+	"extract(epoch FROM GREATEST(started_at - run_at, "                             \
+	"interval '0'))) FILTER (WHERE started_at IS NOT NULL) AS q "                   \
+	"FROM schedq." T " WHERE status IN ('done', 'failed') AND finished_at > "       \
+	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes' "    \
 	"GROUP BY 1) f ON f.m = m.m))"
 
 static const WebQuery overview_q = {
@@ -83,17 +84,17 @@ static const char *const scheduler_sql =
 	"max_attempts, run_at, created_at, started_at, finished_at, claimed_by, "  \
 	"run_id, pg_catalog.left(last_error, 200) AS last_error"
 
-#define TASK_LIST_SQL(T, EXTRA)                                                \
-	"SELECT pg_catalog.json_build_object('tasks', COALESCE(pg_catalog.json_agg(" \
-	"x ORDER BY x.id DESC), '[]')) FROM (SELECT " TASK_LIST_COLUMNS            \
-	" FROM schedq." T " WHERE ($1::bigint IS NULL OR id < $1::bigint) "        \
-	"AND ($2::text IS NULL OR queue = $2) "                                    \
+#define TASK_LIST_SQL(T, EXTRA)                                                     \
+	"SELECT pg_catalog.json_build_object('tasks', COALESCE(pg_catalog.json_agg("    \
+	"x ORDER BY x.id DESC), '[]')) FROM (SELECT " TASK_LIST_COLUMNS                 \
+	" FROM schedq." T " WHERE ($1::bigint IS NULL OR id < $1::bigint) "             \
+	"AND ($2::text IS NULL OR queue = $2) "                                         \
 	"AND ($3::text IS NULL OR status = ANY (pg_catalog.string_to_array($3, ','))) " \
-	"AND ($4::text IS NULL OR kind = $4) "                                     \
-	"AND ($5::text IS NULL OR owner::text = $5) "                              \
-	"AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz) "          \
-	"AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz) "           \
-	"AND ($8::bigint IS NULL OR id = $8::bigint) " EXTRA                       \
+	"AND ($4::text IS NULL OR kind = $4) "                                          \
+	"AND ($5::text IS NULL OR owner::text = $5) "                                   \
+	"AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz) "               \
+	"AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz) "                \
+	"AND ($8::bigint IS NULL OR id = $8::bigint) " EXTRA                            \
 	"ORDER BY id DESC LIMIT $9::integer) x"
 
 static const WebQuery tasks_q = {
@@ -137,11 +138,11 @@ static const WebQuery runs_q = {
 	"LIMIT $2::integer) r",
 };
 
-#define RUN_TASKS_SQL(T)                                                       \
+#define RUN_TASKS_SQL(T)                                                          \
 	"SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object('id', id, " \
-	"'kind', kind, 'status', status, 'depends_on', depends_on, 'attempts', "   \
-	"attempts, 'progress', progress, 'last_error', "                           \
-	"pg_catalog.left(last_error, 200)) ORDER BY id), '[]') FROM schedq." T     \
+	"'kind', kind, 'status', status, 'depends_on', depends_on, 'attempts', "      \
+	"attempts, 'progress', progress, 'last_error', "                              \
+	"pg_catalog.left(last_error, 200)) ORDER BY id), '[]') FROM schedq." T        \
 	" WHERE run_id = $1::bigint"
 
 static const WebQuery run_tasks_q = {
@@ -175,7 +176,7 @@ static const WebQuery schedules_q = {
 	"'running') GROUP BY lock_key ORDER BY lock_key LIMIT 500) k"
 
 #define LIMITS_SQL(T)                                                          \
-	"SELECT COALESCE(pg_catalog.json_agg(k ORDER BY k.key), '[]') FROM "        \
+	"SELECT COALESCE(pg_catalog.json_agg(k ORDER BY k.key), '[]') FROM "       \
 	"(SELECT l.key, l.max_active, (SELECT count(*) FROM schedq." T " t "       \
 	"WHERE t.concurrency_key = l.key AND t.status IN ('available', "           \
 	"'running')) AS active, (SELECT count(*) FROM schedq." T " t "             \
@@ -184,7 +185,8 @@ static const WebQuery schedules_q = {
 	"ORDER BY l.key LIMIT 500) k"
 
 static const WebQuery locks_q = { LOCKS_SQL("task"), LOCKS_SQL("all_tasks") };
-static const WebQuery limits_q = { LIMITS_SQL("task"), LIMITS_SQL("all_tasks") };
+static const WebQuery limits_q = { LIMITS_SQL("task"),
+								   LIMITS_SQL("all_tasks") };
 
 static const char *const budgets_sql =
 	"SELECT COALESCE(pg_catalog.json_agg(b ORDER BY b.name), '[]') FROM "
@@ -202,11 +204,11 @@ static const WebQuery workers_q = {
 	"LAST LIMIT 200) w",
 };
 
-#define RUNNING_SQL(T)                                                         \
+#define RUNNING_SQL(T)                                                           \
 	"SELECT COALESCE(pg_catalog.json_agg(r ORDER BY r.lease_expires_at, r.id), " \
-	"'[]') FROM (SELECT id, queue, kind, claimed_by, attempts, started_at, "   \
-	"lease_expires_at, deadline, progress, "                                   \
-	"pg_catalog.left(progress_note, 200) AS progress_note FROM schedq." T      \
+	"'[]') FROM (SELECT id, queue, kind, claimed_by, attempts, started_at, "     \
+	"lease_expires_at, deadline, progress, "                                     \
+	"pg_catalog.left(progress_note, 200) AS progress_note FROM schedq." T        \
 	" WHERE status = 'running' ORDER BY lease_expires_at, id LIMIT 500) r"
 
 static const WebQuery running_q = { RUNNING_SQL("task"),
@@ -221,10 +223,9 @@ section(WebCall *call, PQExpBuffer out, const char *name, const char *sql,
 		int nparams, const char *const *values)
 {
 	appendPQExpBuffer(out, "%s\"%s\":", out->len > 1 ? "," : "", name);
-	if (ctl_web_query_json(call, sql, nparams, values))
-		appendPQExpBufferStr(out, call->out->data);
-	else
-		appendPQExpBufferStr(out, call->out->data);
+	/* the answer, or the refusal in its place */
+	(void) ctl_web_query_json(call, sql, nparams, values);
+	appendPQExpBufferStr(out, call->out->data);
 	resetPQExpBuffer(call->out);
 }
 
@@ -326,8 +327,8 @@ api_task(WebCall *call)
 	if (id_arg(call, "id", &id, true) &&
 		ctl_web_query_json(call, Q(call, task_q), 1, &id) &&
 		strcmp(call->out->data, "null") == 0)
-		ctl_web_json_error(call, 404, "no such task (or not one this role may see)",
-						   NULL);
+		ctl_web_json_error(call, 404,
+						   "no such task (or not one this role may see)", NULL);
 }
 
 static void
@@ -390,16 +391,12 @@ ctl_webapi_dispatch(const char *name, WebCall *call)
 	static const struct
 	{
 		const char *name;
-		void		(*run) (WebCall *call);
-	}			calls[] = {
-		{ "overview", api_overview },
-		{ "tasks", api_tasks },
-		{ "task", api_task },
-		{ "runs", api_runs },
-		{ "run", api_run },
-		{ "schedules", api_schedules },
-		{ "gates", api_gates },
-		{ "workers", api_workers },
+		void (*run)(WebCall *call);
+	} calls[] = {
+		{ "overview", api_overview }, { "tasks", api_tasks },
+		{ "task", api_task },		  { "runs", api_runs },
+		{ "run", api_run },			  { "schedules", api_schedules },
+		{ "gates", api_gates },		  { "workers", api_workers },
 	};
 
 	for (size_t i = 0; i < lengthof(calls); i++)

@@ -43,27 +43,27 @@
 
 struct WebSession
 {
-	bool		used;
-	bool		closing;
-	char		id[WEB_ID_HEX + 1];
-	char		csrf[WEB_ID_HEX + 1];
-	char	   *user;
-	char	   *database;
-	WebSource	source;
-	time_t		last_used;
-	int			refs;
-	int			nconns;
-	PGconn	   *conns[WEB_SHARED_CONNS];
-	bool		busy[WEB_SHARED_CONNS];
+	bool	  used;
+	bool	  closing;
+	char	  id[WEB_ID_HEX + 1];
+	char	  csrf[WEB_ID_HEX + 1];
+	char	 *user;
+	char	 *database;
+	WebSource source;
+	time_t	  last_used;
+	int		  refs;
+	int		  nconns;
+	PGconn	 *conns[WEB_SHARED_CONNS];
+	bool	  busy[WEB_SHARED_CONNS];
 };
 
-static WebSession sessions[WEB_MAX_SESSIONS];
+static WebSession	   sessions[WEB_MAX_SESSIONS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t freed = PTHREAD_COND_INITIALIZER;
-static const char *web_conninfo;
-static bool web_read_only;
-static bool web_no_sign_in;
-static bool web_tls;
+static pthread_cond_t  freed = PTHREAD_COND_INITIALIZER;
+static const char	  *web_conninfo;
+static bool			   web_read_only;
+static bool			   web_no_sign_in;
+static bool			   web_tls;
 
 /*
  * 256 random bits from the kernel (getrandom), as 64 hex digits; exits if
@@ -73,7 +73,7 @@ void
 ctl_websession_random_hex(char *hex)
 {
 	unsigned char bytes[WEB_ID_BYTES];
-	size_t		got = 0;
+	size_t		  got = 0;
 
 	while (got < sizeof(bytes))
 	{
@@ -166,16 +166,16 @@ connect_as(const char *user, const char *password, char **why)
 static WebSource
 detect_source(PGconn *conn)
 {
-	PGresult  *res = PQexec(
-		 conn,
-		 "SELECT pg_catalog.bool_or(c.relname = 'task' AND "
-		  "pg_catalog.has_table_privilege(c.oid, 'SELECT')), "
-		  "pg_catalog.count(*) FILTER (WHERE c.relname IN ('all_tasks', "
-		  "'all_queue_stats', 'all_worker_status') AND "
-		  "pg_catalog.has_table_privilege(c.oid, 'SELECT')) = 3 "
-		  "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-		  "ON n.oid = c.relnamespace WHERE n.nspname = 'schedq' "
-		  "AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')");
+	PGresult *res =
+		PQexec(conn,
+			   "SELECT pg_catalog.bool_or(c.relname = 'task' AND "
+			   "pg_catalog.has_table_privilege(c.oid, 'SELECT')), "
+			   "pg_catalog.count(*) FILTER (WHERE c.relname IN ('all_tasks', "
+			   "'all_queue_stats', 'all_worker_status') AND "
+			   "pg_catalog.has_table_privilege(c.oid, 'SELECT')) = 3 "
+			   "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+			   "ON n.oid = c.relnamespace WHERE n.nspname = 'schedq' "
+			   "AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')");
 	WebSource source = WEB_SOURCE_OWN;
 
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
@@ -277,12 +277,11 @@ ctl_websession_find(const char *id)
 
 		if (!s->used)
 			continue;
-		if (web_no_sign_in)
-			found = s;
-		else if (s->refs == 0 && (s->closing ||
-								  now - s->last_used > WEB_SESSION_IDLE))
+		/* without sign-in, the one shared session; else the cookie's */
+		if (!web_no_sign_in && s->refs == 0 &&
+			(s->closing || now - s->last_used > WEB_SESSION_IDLE))
 			session_free(s);
-		else if (!s->closing && token_equal(s->id, id))
+		else if (web_no_sign_in || (!s->closing && token_equal(s->id, id)))
 			found = s;
 		if (found)
 			break;
@@ -311,7 +310,7 @@ PGconn *
 ctl_websession_borrow(WebSession *session)
 {
 	struct timespec until;
-	PGconn	   *conn = NULL;
+	PGconn		   *conn = NULL;
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 10;
@@ -324,8 +323,7 @@ ctl_websession_borrow(WebSession *session)
 				session->busy[i] = true;
 				conn = session->conns[i];
 			}
-		if (conn == NULL &&
-			pthread_cond_timedwait(&freed, &lock, &until) != 0)
+		if (conn == NULL && pthread_cond_timedwait(&freed, &lock, &until) != 0)
 			break;
 	}
 	pthread_mutex_unlock(&lock);
@@ -407,8 +405,8 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 	}
 	if (user == NULL || strlen(user) > 63)
 	{
-		ctl_web_json_error(&call, 400, "a role name (at most 63 bytes) is needed",
-						   NULL);
+		ctl_web_json_error(&call, 400,
+						   "a role name (at most 63 bytes) is needed", NULL);
 		return 400;
 	}
 	for (int i = 0; i < WEB_SESSION_CONNS; i++)
