@@ -535,7 +535,8 @@ ctl_web_command(int argc, char **argv)
 	bool					no_sign_in = false;
 	struct sockaddr_storage addr;
 	bool					v6 = false;
-	unsigned int	   flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	unsigned int			flags =
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	struct MHD_Daemon *daemon;
 	sigset_t		   sigs;
 	int				   sig;

@@ -16,8 +16,9 @@
  *
  *	  Costs, with the indexes of sql/schedq--1.2.sql: the task list reads
  *	  the primary key backwards from a cursor (keyset pagination: id <
- *	  before, newest first; no OFFSET, no count); the charts read the tasks
- *	  finished in the last hour through task_finished_idx; the gates read
+ *	  before, newest first; no OFFSET, no count); the charts (a call of
+ *	  their own, which the page polls less often) read the tasks finished
+ *	  in the last hour through task_finished_idx; the gates read
  *	  the live tasks of their keys through task_lock_key_idx and
  *	  task_concurrency_key_idx; the workers read the running tasks through
  *	  task_running_idx.  The queue counts are queue_stats, which counts
@@ -46,15 +47,23 @@ typedef struct WebQuery
  * the quantiles of the wait from due (run_at) to start, of the tasks that
  * finished in that minute.
  */
-#define OVERVIEW_SQL(QS, T)                                                         \
-	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                 \
-	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object("  \
-	"'queue', queue, 'paused', paused, 'pending', pending, 'available', "           \
-	"available, 'running', running, 'done', done, 'failed', failed, "               \
-	"'canceled', canceled, 'skipped', skipped, 'oldest_available_s', "              \
-	"round(extract(epoch FROM oldest_available_age)::numeric, 1)) "                 \
-	"ORDER BY queue), '[]') FROM schedq." QS "), "                                  \
-	"'minutes', (SELECT pg_catalog.json_agg(pg_catalog.json_build_object("          \
+#define OVERVIEW_SQL(QS)                                                           \
+	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                \
+	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object(" \
+	"'queue', queue, 'paused', paused, 'pending', pending, 'available', "          \
+	"available, 'running', running, 'done', done, 'failed', failed, "              \
+	"'canceled', canceled, 'skipped', skipped, 'oldest_available_s', "             \
+	"round(extract(epoch FROM oldest_available_age)::numeric, 1)) "                \
+	"ORDER BY queue), '[]') FROM schedq." QS "))"
+
+/*
+ * Per minute of the last hour: tasks done, failed, and the quantiles of
+ * the wait from due (run_at) to start, of the tasks that finished in that
+ * minute (task_finished_idx).
+ */
+#define CHARTS_SQL(T)                                                               \
+	"SELECT pg_catalog.json_build_object('minutes', (SELECT "                       \
+	"pg_catalog.json_agg(pg_catalog.json_build_object("                             \
 	"'t', m.m, 'done', COALESCE(f.done, 0), 'failed', COALESCE(f.failed, 0), "      \
 	"'latency', f.q) ORDER BY m.m) FROM pg_catalog.generate_series("                \
 	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes', "   \
@@ -70,8 +79,13 @@ typedef struct WebQuery
 	"GROUP BY 1) f ON f.m = m.m))"
 
 static const WebQuery overview_q = {
-	OVERVIEW_SQL("queue_stats", "task"),
-	OVERVIEW_SQL("all_queue_stats", "all_tasks"),
+	OVERVIEW_SQL("queue_stats"),
+	OVERVIEW_SQL("all_queue_stats"),
+};
+
+static const WebQuery charts_q = {
+	CHARTS_SQL("task"),
+	CHARTS_SQL("all_tasks"),
 };
 
 static const char *const scheduler_sql =
@@ -286,6 +300,12 @@ api_overview(WebCall *call)
  * asked says whether there is a next page.
  */
 static void
+api_charts(WebCall *call)
+{
+	ctl_web_query_json(call, Q(call, charts_q), 0, NULL);
+}
+
+static void
 api_tasks(WebCall *call)
 {
 	const char *values[10];
@@ -393,10 +413,11 @@ ctl_webapi_dispatch(const char *name, WebCall *call)
 		const char *name;
 		void (*run)(WebCall *call);
 	} calls[] = {
-		{ "overview", api_overview }, { "tasks", api_tasks },
-		{ "task", api_task },		  { "runs", api_runs },
-		{ "run", api_run },			  { "schedules", api_schedules },
-		{ "gates", api_gates },		  { "workers", api_workers },
+		{ "overview", api_overview },	{ "charts", api_charts },
+		{ "tasks", api_tasks },			{ "task", api_task },
+		{ "runs", api_runs },			{ "run", api_run },
+		{ "schedules", api_schedules }, { "gates", api_gates },
+		{ "workers", api_workers },
 	};
 
 	for (size_t i = 0; i < lengthof(calls); i++)

@@ -235,6 +235,31 @@ function colorSwatches(root) {
 
 // --- pages --------------------------------------------------------------------------
 
+// The charts of the last hour: a call of their own, every CHARTS_MS (it
+// reads every task finished in the hour).
+const CHARTS_MS = 30000;
+let chartsAt = 0;
+
+async function loadCharts(current) {
+  const box = $('ov-charts');
+  if (box.firstChild && Date.now() - chartsAt < CHARTS_MS) return;
+  const d = await api('charts');
+  if (!current()) return;
+  chartsAt = Date.now();
+  if (d.error !== undefined) { clear(box).append(denied(d)); return; }
+  const m = d.minutes || [];
+  clear(box);
+  box.append(lineChart('Completions and failures per second', m, [
+    { name: 'done/s', color: '#16a34a', values: m.map((r) => r.done / 60) },
+    { name: 'failed/s', color: '#dc2626', values: m.map((r) => r.failed / 60) },
+  ], '/s', 'chart-rate'));
+  box.append(lineChart('Wait from due to start (s)', m, [
+    { name: 'p50', color: '#2563eb', values: m.map((r) => (r.latency ? r.latency[0] : null)) },
+    { name: 'p95', color: '#d97706', values: m.map((r) => (r.latency ? r.latency[1] : null)) },
+    { name: 'p99', color: '#dc2626', values: m.map((r) => (r.latency ? r.latency[2] : null)) },
+  ], 's', 'chart-latency'));
+}
+
 pages.overview = {
   init(app) {
     app.append(h('h1', {}, 'Overview'), h('div', { id: 'ov-queues' }), h('h2', {}, 'The last hour'),
@@ -261,18 +286,7 @@ pages.overview = {
           : actionButton('Pause', 'pause', { queue: r.queue }, 'pause ' + r.queue)) },
       ], o.queues, (r) => ({ 'data-queue': r.queue })));
       q.append(h('p', { class: 'muted', id: 'ov-paused' }, paused.length ? 'Paused: ' + paused.join(', ') : 'No queue is paused.'));
-      const m = o.minutes || [];
-      const charts = clear($('ov-charts'));
-      charts.append(lineChart('Completions and failures per second', m, [
-        { name: 'done/s', color: '#16a34a', values: m.map((r) => r.done / 60) },
-        { name: 'failed/s', color: '#dc2626', values: m.map((r) => r.failed / 60) },
-      ], '/s', 'chart-rate'));
-      charts.append(lineChart('Wait from due to start (s)', m, [
-        { name: 'p50', color: '#2563eb', values: m.map((r) => (r.latency ? r.latency[0] : null)) },
-        { name: 'p95', color: '#d97706', values: m.map((r) => (r.latency ? r.latency[1] : null)) },
-        { name: 'p99', color: '#dc2626', values: m.map((r) => (r.latency ? r.latency[2] : null)) },
-      ], 's', 'chart-latency'));
-      colorSwatches(charts);
+      await loadCharts(current);
     }
     const sc = clear($('ov-schedulers'));
     if (d.schedulers.error !== undefined) sc.append(denied(d.schedulers));

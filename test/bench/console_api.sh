@@ -99,7 +99,8 @@ read -r mid_id max_id run_id <<<"$(psql_q -F ' ' -c "SELECT $FINISHED / 2, max(i
 # name and path of each call
 CALLS=(
 	"session|/api/session"
-	"overview|/api/overview"
+	"overview (queues, schedulers)|/api/overview"
+	"charts (the last hour)|/api/charts"
 	"tasks, first page|/api/tasks"
 	"tasks, a page in the middle|/api/tasks?before=$mid_id"
 	"tasks, queue and status|/api/tasks?queue=q1&status=available"
