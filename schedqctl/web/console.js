@@ -3,7 +3,8 @@
 // Plain JavaScript, no library.  Every value from the database reaches the
 // page through textContent or an SVG attribute set with setAttribute, never
 // through innerHTML: a task kind such as <img src=x onerror=...> shows as
-// text.  The page polls the JSON API of the page shown every two seconds.
+// text.  The page polls the JSON API of the page shown every two seconds
+// (longer when a call is slow).
 // POSTs carry the session's CSRF token in the X-CSRF-Token header.
 'use strict';
 
@@ -176,7 +177,15 @@ function start(s0) {
 
 // --- routing and polling --------------------------------------------------------
 
-function stopPolling() { if (timer) clearInterval(timer); timer = null; }
+function stopPolling() { if (timer) clearTimeout(timer); timer = null; }
+
+// The next poll: POLL_MS after the last answer, or three times as long as
+// the last call took when that is longer (a large table: the server is
+// never kept busy by one page more than a quarter of the time).
+function schedule(g, took) {
+  if (g !== generation || !session) return;
+  timer = setTimeout(() => refresh().then((t) => schedule(g, t)), Math.max(POLL_MS, 3 * took));
+}
 
 function route() {
   if (!session) return;
@@ -188,19 +197,22 @@ function route() {
   app.dataset.page = page;
   pages[page].init(app);
   stopPolling();
-  refresh();
-  timer = setInterval(refresh, POLL_MS);
+  const g = generation;
+  refresh().then((t) => schedule(g, t));
 }
 
+// Load the page shown; returns how long it took (ms).
 async function refresh() {
-  if (!session) return;
+  if (!session) return 0;
   const g = generation;
+  const t0 = Date.now();
   try {
     await pages[page].load(() => g === generation);
     colorSwatches($('app'));
   } catch (e) {
     if (session) say(String(e.message || e), true);
   }
+  return Date.now() - t0;
 }
 
 // --- charts -----------------------------------------------------------------------

@@ -13,7 +13,8 @@
 #	  error for the monitor (which reads through the all_ views, without
 #	  payloads) and the submitter; a POST without the CSRF token is
 #	  refused (403); --read-only offers no action and refuses a forged
-#	  POST.  Each page's screenshot is saved in SCHEDQ_WEB_SHOTS (default:
+#	  POST; bounded bodies (413), a form body only (415); HTTPS with
+#	  --tls-cert and --tls-key, with Secure cookies.  Each page's screenshot is saved in SCHEDQ_WEB_SHOTS (default:
 #	  tmp_check/screenshots of the test), the source of docs/images/.
 #	  Skipped without chromium, Node.js or the test's packages.
 #-------------------------------------------------------------------------
@@ -115,8 +116,16 @@ my $conninfo = $node->connstr('postgres');
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $ro_port = PostgreSQL::Test::Cluster::get_free_port();
 my $log = "$PostgreSQL::Test::Utils::tmp_check/web";
+my $tls_port = PostgreSQL::Test::Cluster::get_free_port();
+my @tls;
+# A self-signed certificate for the HTTPS console, when openssl is there.
+if (system("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+		. "-keyout $log.key -out $log.crt >/dev/null 2>&1") == 0)
+{
+	@tls = ([ $tls_port, [ '--tls-cert', "$log.crt", '--tls-key', "$log.key" ] ]);
+}
 my @web;
-for my $c ([ $port, [] ], [ $ro_port, ['--read-only'] ])
+for my $c ([ $port, [] ], [ $ro_port, ['--read-only'] ], @tls)
 {
 	my ($p, $extra) = @$c;
 	my $out = '';
@@ -125,7 +134,7 @@ for my $c ([ $port, [] ], [ $ro_port, ['--read-only'] ])
 		'<', '/dev/null', '>', \$out, '2>', "$log.$p.err");
 	my $deadline = time + 30;
 	$h->pump_nb while $out !~ /listening/ && time < $deadline && sleep 0.1;
-	like($out, qr{listening on http://127\.0\.0\.1:$p/}, "schedqctl web @$extra listens on $p");
+	like($out, qr{listening on https?://127\.0\.0\.1:$p/}, "schedqctl web @$extra listens on $p");
 	push @web, $h;
 }
 
@@ -138,6 +147,7 @@ local %ENV = (
 	%ENV,
 	WEB_URL => "http://127.0.0.1:$port",
 	WEB_RO_URL => "http://127.0.0.1:$ro_port",
+	WEB_TLS_URL => (@tls ? "https://127.0.0.1:$tls_port" : ''),
 	SHOTS_DIR => $shots,
 	ROLE_PASSWORD => $password,
 	RUN_ID => $run,

@@ -134,7 +134,13 @@ async function post(page, url, body, token) {
 
     // The admin: overview counts follow submits and work.
     const page = await newPage(browser, URL);
-    await check('the admin signs in', async () => { await signIn(page, 'ops', PASS); await signedIn(page, 'ops'); });
+    await check('the admin signs in: a 256-bit HttpOnly SameSite=Strict session cookie', async () => {
+      await signIn(page, 'ops', PASS);
+      await signedIn(page, 'ops');
+      const c = (await page.context().cookies()).find((x) => x.name === 'schedq_session');
+      assert(c && c.httpOnly && c.sameSite === 'Strict' && /^[0-9a-f]{64}$/.test(c.value), JSON.stringify(c));
+      assert(await page.evaluate(() => !document.cookie.includes('schedq_session')), 'the page script reads the cookie');
+    });
     await check('overview: counts change as tasks are submitted and worked', async () => {
       await page.waitForSelector('#ov-queues tr[data-queue="alpha"]', { timeout: T });
       const before = Number(await cell(page, 'alpha', 'available'));
@@ -380,6 +386,26 @@ async function post(page, url, body, token) {
         assert(!pw && p.dialogs.length === 0, 'a dialog or __pwned');
       }
     });
+    // Bounds and HTTPS, without a browser.
+    await check('a body over 8 KB is refused (413), a body not a form (415)', async () => {
+      const big = await fetch(URL + '/api/login', { method: 'POST', body: 'x'.repeat(20000),
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+      const json = await fetch(URL + '/api/login', { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } });
+      const none = await fetch(URL + '/api/nothing');
+      assert(big.status === 413 && json.status === 415 && none.status === 401, [big.status, json.status, none.status].join(' '));
+    });
+    if (process.env.WEB_TLS_URL) {
+      await check('HTTPS with --tls-cert and --tls-key: Secure cookies, HSTS', async () => {
+        const tp = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+        const r = await tp.goto(process.env.WEB_TLS_URL + '/api/session');
+        const h = await r.allHeaders();
+        assert(r.status() === 200 && /Secure/.test(h['set-cookie']) && /HttpOnly/.test(h['set-cookie']) &&
+          /SameSite=Strict/.test(h['set-cookie']) && /max-age/.test(h['strict-transport-security'] || ''), JSON.stringify(h));
+        await tp.goto(process.env.WEB_TLS_URL + '/');
+        await signIn(tp, 'ops', PASS);
+        await signedIn(tp, 'ops');
+      });
+    }
   } finally {
     await browser.close();
   }
