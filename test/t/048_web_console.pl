@@ -14,7 +14,8 @@
 #	  payloads) and the submitter; a POST without the CSRF token is
 #	  refused (403); --read-only offers no action and refuses a forged
 #	  POST; bounded bodies (413), a form body only (415); HTTPS with
-#	  --tls-cert and --tls-key, with Secure cookies.  Each page's screenshot is saved in SCHEDQ_WEB_SHOTS (default:
+#	  --tls-cert and --tls-key, with Secure cookies; --read-only
+#	  --no-sign-in as -d's role (a monitor); bad options refused (exit 2).  Each page's screenshot is saved in SCHEDQ_WEB_SHOTS (default:
 #	  tmp_check/screenshots of the test), the source of docs/images/.
 #	  Skipped without chromium, Node.js or the test's packages.
 #-------------------------------------------------------------------------
@@ -124,13 +125,22 @@ if (system("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhos
 {
 	@tls = ([ $tls_port, [ '--tls-cert', "$log.crt", '--tls-key', "$log.key" ] ]);
 }
+my $open_port = PostgreSQL::Test::Cluster::get_free_port();
 my @web;
-for my $c ([ $port, [] ], [ $ro_port, ['--read-only'] ], @tls)
+for my $c (
+	[ $port, [] ],
+	[ $ro_port, ['--read-only'] ],
+	@tls,
+	[
+		$open_port,
+		[ '--read-only', '--no-sign-in' ],
+		"$conninfo user=oncall password=$password"
+	])
 {
-	my ($p, $extra) = @$c;
+	my ($p, $extra, $d) = @$c;
 	my $out = '';
 	my $h = IPC::Run::start(
-		[ 'schedqctl', 'web', '--listen', "127.0.0.1:$p", '-d', $conninfo, @$extra ],
+		[ 'schedqctl', 'web', '--listen', "127.0.0.1:$p", '-d', $d // $conninfo, @$extra ],
 		'<', '/dev/null', '>', \$out, '2>', "$log.$p.err");
 	my $deadline = time + 30;
 	$h->pump_nb while $out !~ /listening/ && time < $deadline && sleep 0.1;
@@ -148,6 +158,7 @@ local %ENV = (
 	WEB_URL => "http://127.0.0.1:$port",
 	WEB_RO_URL => "http://127.0.0.1:$ro_port",
 	WEB_TLS_URL => (@tls ? "https://127.0.0.1:$tls_port" : ''),
+	WEB_OPEN_URL => "http://127.0.0.1:$open_port",
 	SHOTS_DIR => $shots,
 	ROLE_PASSWORD => $password,
 	RUN_ID => $run,
@@ -168,6 +179,15 @@ for my $p (qw(signin overview overview-monitor tasks workflows schedules gates w
 {
 	ok(-s "$shots/$p.png", "screenshot $p.png");
 }
+
+# Options refused before anything starts.
+my ($rc, $o, $e) = ctl($node, 'ops', 'web', '--listen', 'nowhere');
+is($rc, 2, '--listen without a port: exit 2');
+like($e, qr/--listen needs HOST:PORT/, '... and says so');
+($rc, $o, $e) = ctl($node, 'ops', 'web', '--no-sign-in');
+is($rc, 2, '--no-sign-in without --read-only: exit 2');
+($rc, $o, $e) = ctl($node, 'ops', 'web', '--tls-cert', '/dev/null');
+is($rc, 2, '--tls-cert without --tls-key: exit 2');
 
 # The server stops cleanly at SIGTERM.
 for my $h (@web)

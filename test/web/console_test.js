@@ -386,6 +386,17 @@ async function post(page, url, body, token) {
         assert(!pw && p.dialogs.length === 0, 'a dialog or __pwned');
       }
     });
+    // --read-only --no-sign-in: -d's role (the monitor), for everyone.
+    const open = await newPage(browser, process.env.WEB_OPEN_URL);
+    await check('--no-sign-in: no sign-in page, -d\'s role, no action, no sign-out', async () => {
+      await signedIn(open, 'oncall');
+      await open.waitForSelector('#ov-queues tr[data-queue="alpha"]', { timeout: T });
+      const n = await open.$$eval('[data-action]', (l) => l.length);
+      const so = await open.isHidden('#signout');
+      const login = await open.isHidden('#login');
+      assert(n === 0 && so && login, `actions ${n}, sign-out hidden ${so}, login hidden ${login}`);
+    });
+
     // Bounds and HTTPS, without a browser.
     await check('a body over 8 KB is refused (413), a body not a form (415)', async () => {
       const big = await fetch(URL + '/api/login', { method: 'POST', body: 'x'.repeat(20000),
