@@ -20,7 +20,9 @@
  */
 #include "postgres_fe.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -37,6 +39,14 @@
 	"default-src 'none'; script-src 'self'; style-src 'self'; "                \
 	"img-src 'self'; connect-src 'self'; form-action 'none'; "                 \
 	"frame-ancestors 'none'; base-uri 'none'"
+
+/*
+ * The Host headers accepted when listening on a loopback address (NULL:
+ * any): the address of --listen, and localhost with its port.  A page of
+ * another site that makes its name resolve to 127.0.0.1 (DNS rebinding)
+ * sends its own name, and is refused.
+ */
+static char *host_loopback[2];
 
 /* One request: its body, as it arrives, and the form fields parsed. */
 typedef struct WebRequest
@@ -415,6 +425,17 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	}
 	if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return respond_error(c, 405, "method not allowed");
+	if (host_loopback[0] != NULL)
+	{
+		const char *host =
+			MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+
+		if (host == NULL || (strcmp(host, host_loopback[0]) != 0 &&
+							 strcmp(host, host_loopback[1]) != 0))
+			return respond_error(c, 421,
+								 "this console answers to its own "
+								 "address only");
+	}
 	if (req->too_large)
 		return respond_error(c, 413, "request body too large");
 	if (strncmp(url, "/api/", 5) != 0)
@@ -589,6 +610,14 @@ ctl_web_command(int argc, char **argv)
 	{
 		pg_log_error("web: this libmicrohttpd was built without TLS");
 		return EXIT_ERROR;
+	}
+	if ((!v6 && (ntohl(((struct sockaddr_in *) &addr)->sin_addr.s_addr) >>
+				 24) == 127) ||
+		(v6 &&
+		 IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *) &addr)->sin6_addr)))
+	{
+		host_loopback[0] = pg_strdup(listen);
+		host_loopback[1] = psprintf("localhost%s", strrchr(listen, ':'));
 	}
 	if (v6)
 		flags |= MHD_USE_IPv6;

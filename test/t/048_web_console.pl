@@ -15,7 +15,8 @@
 #	  refused (403); --read-only offers no action and refuses a forged
 #	  POST; bounded bodies (413), a form body only (415); HTTPS with
 #	  --tls-cert and --tls-key, with Secure cookies; --read-only
-#	  --no-sign-in as -d's role (a monitor); bad options refused (exit 2).  Each page's screenshot is saved in SCHEDQ_WEB_SHOTS (default:
+#	  --no-sign-in as -d's role (a monitor); on the loopback, another Host
+#	  header refused (DNS rebinding); bad options refused (exit 2).  Each page's screenshot is saved in SCHEDQ_WEB_SHOTS (default:
 #	  tmp_check/screenshots of the test), the source of docs/images/.
 #	  Skipped without chromium, Node.js or the test's packages.
 #-------------------------------------------------------------------------
@@ -23,6 +24,7 @@ use strict;
 use warnings;
 
 use File::Path qw(make_path);
+use IO::Socket::INET;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -179,6 +181,21 @@ for my $p (qw(signin overview overview-monitor tasks workflows schedules gates w
 {
 	ok(-s "$shots/$p.png", "screenshot $p.png");
 }
+
+# On the loopback, the console answers to its own address only: a page
+# of another name that resolves to 127.0.0.1 (DNS rebinding) is refused.
+sub status_for_host
+{
+	my ($host) = @_;
+	my $sock = IO::Socket::INET->new("127.0.0.1:$port") or return "connect: $!";
+	print $sock "GET / HTTP/1.1\r\nHost: $host\r\nConnection: close\r\n\r\n";
+	my $line = <$sock> // '';
+	close $sock;
+	return $line =~ m{^HTTP/1\.1 (\d+)} ? $1 : $line;
+}
+is(status_for_host("127.0.0.1:$port"), 200, 'Host 127.0.0.1:PORT is served');
+is(status_for_host("localhost:$port"), 200, 'Host localhost:PORT is served');
+is(status_for_host("rebind.example:$port"), 421, 'another Host is refused (421)');
 
 # Options refused before anything starts.
 my ($rc, $o, $e) = ctl($node, 'ops', 'web', '--listen', 'nowhere');
