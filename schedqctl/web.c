@@ -611,10 +611,11 @@ ctl_web_command(int argc, char **argv)
 		pg_log_error("web: this libmicrohttpd was built without TLS");
 		return EXIT_ERROR;
 	}
-	if ((!v6 && (ntohl(((struct sockaddr_in *) &addr)->sin_addr.s_addr) >>
-				 24) == 127) ||
-		(v6 &&
-		 IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *) &addr)->sin6_addr)))
+	if (listen != NULL && strrchr(listen, ':') != NULL &&
+		((!v6 && (ntohl(((struct sockaddr_in *) &addr)->sin_addr.s_addr) >>
+				  24) == 127) ||
+		 (v6 &&
+		  IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *) &addr)->sin6_addr))))
 	{
 		host_loopback[0] = pg_strdup(listen);
 		host_loopback[1] = psprintf("localhost%s", strrchr(listen, ':'));

@@ -474,7 +474,8 @@ function drawRun(d) {
       (info ? 'failure policy: ' + info.failure_policy + ' · ' : '') +
       'progress: ' + doneN + ' of ' + tasks.length + ' done · ' +
       STATUSES.filter((st) => counts[st]).map((st) => st + ' ' + counts[st]).join(', ') +
-      (info && info.status === 'canceled' ? ' · halted' : '')),
+      (info && info.failure_policy === 'halt' && counts.canceled ? ' · halted: its live tasks were canceled' : '') +
+      (info && info.status === 'canceled' ? ' · canceled' : '')),
     denied(d.run),
     h('div', { class: 'graph' }, svg),
     h('div', { class: 'legend' }, STATUSES.map((st) => h('span', {}, h('span', { class: 'swatch', 'data-color': STATUS_COLORS[st] }), st))),
