@@ -68,7 +68,7 @@ ifneq ($(filter check,$(MAKECMDGOALS)),)
 check:
 	$(MAKE) PG_CONFIG="$(PG_CONFIG)" WERROR=1 all install
 	@$(MAKE) --no-print-directory PG_CONFIG="$(PG_CONFIG)" examples-deps || \
-		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
+		echo "make check: the Node.js packages (examples/node, test/web) could not be installed; their tests will be skipped"
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
 
@@ -226,7 +226,7 @@ dist: dist-version
 # server headers are installed (PG_SUPPORTED_VERSIONS=installed), and
 # debian/control is made for them (PG_UPDATECONTROL).
 # Needs devscripts' and debhelper's tools, postgresql-server-dev-all,
-# libpq-dev and libncurses-dev (.ci/run installs them).
+# libpq-dev, libncurses-dev and libmicrohttpd-dev (.ci/run installs them).
 deb: dist-version
 	@upstream=$$(dpkg-parsechangelog -S Version | sed 's/-[^-]*$$//'); \
 	test "$$upstream" = "$(DIST_VERSION)" || \
