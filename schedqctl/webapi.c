@@ -21,8 +21,8 @@
  *	  in the last hour through task_finished_idx; the gates read
  *	  the live tasks of their keys through task_lock_key_idx and
  *	  task_concurrency_key_idx; the workers read the running tasks through
- *	  task_running_idx.  The queue counts are queue_stats, which counts
- *	  every retained task, as schedqctl status does.
+ *	  task_running_idx.  The queue counts read every retained task once, as
+ *	  queue_stats (which schedqctl status shows) does twice.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -47,14 +47,30 @@ typedef struct WebQuery
  * the quantiles of the wait from due (run_at) to start, of the tasks that
  * finished in that minute.
  */
-#define OVERVIEW_SQL(QS)                                                           \
+/*
+ * The queues: what queue_stats says, but read in one pass over the tasks
+ * (the view reads them twice: for its list of queues, and to count).
+ */
+#define OVERVIEW_SQL(T)                                                            \
 	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                \
 	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object(" \
-	"'queue', queue, 'paused', paused, 'pending', pending, 'available', "          \
-	"available, 'running', running, 'done', done, 'failed', failed, "              \
-	"'canceled', canceled, 'skipped', skipped, 'oldest_available_s', "             \
-	"round(extract(epoch FROM oldest_available_age)::numeric, 1)) "                \
-	"ORDER BY queue), '[]') FROM schedq." QS "))"
+	"'queue', COALESCE(c.queue, q.name), 'paused', COALESCE(q.paused, false), "    \
+	"'pending', COALESCE(c.pending, 0), 'available', COALESCE(c.available, 0), "   \
+	"'running', COALESCE(c.running, 0), 'done', COALESCE(c.done, 0), "             \
+	"'failed', COALESCE(c.failed, 0), 'canceled', COALESCE(c.canceled, 0), "       \
+	"'skipped', COALESCE(c.skipped, 0), 'oldest_available_s', "                    \
+	"round(extract(epoch FROM pg_catalog.now() - c.oldest)::numeric, 1)) "         \
+	"ORDER BY COALESCE(c.queue, q.name)), '[]') FROM (SELECT queue, "              \
+	"count(*) FILTER (WHERE status = 'pending') AS pending, "                      \
+	"count(*) FILTER (WHERE status = 'available') AS available, "                  \
+	"count(*) FILTER (WHERE status = 'running') AS running, "                      \
+	"count(*) FILTER (WHERE status = 'done') AS done, "                            \
+	"count(*) FILTER (WHERE status = 'failed') AS failed, "                        \
+	"count(*) FILTER (WHERE status = 'canceled') AS canceled, "                    \
+	"count(*) FILTER (WHERE status = 'skipped') AS skipped, "                      \
+	"min(run_at) FILTER (WHERE status = 'available') AS oldest "                   \
+	"FROM schedq." T " GROUP BY queue) c FULL JOIN schedq.queue q "                \
+	"ON q.name = c.queue))"
 
 /*
  * Per minute of the last hour: tasks done, failed, and the quantiles of
@@ -79,8 +95,8 @@ typedef struct WebQuery
 	"GROUP BY 1) f ON f.m = m.m))"
 
 static const WebQuery overview_q = {
-	OVERVIEW_SQL("queue_stats"),
-	OVERVIEW_SQL("all_queue_stats"),
+	OVERVIEW_SQL("task"),
+	OVERVIEW_SQL("all_tasks"),
 };
 
 static const WebQuery charts_q = {
