@@ -155,7 +155,7 @@ bench-examples: all install examples-deps
 # example's, pinned by its lockfile (npm ci), installed again only when the
 # lockfile changes.  Needs npm, and the npm registry unless npm's cache has
 # them.  test/t/051_example_node.pl skips the example without them, and
-# test/t/048_web_console.pl the console without its own.
+# test/t/056_web_console.pl the console without its own.
 .PHONY: examples-deps
 examples-deps: examples/node/node_modules/.package-lock.json \
 	test/web/node_modules/.package-lock.json
@@ -163,7 +163,7 @@ examples-deps: examples/node/node_modules/.package-lock.json \
 examples/node/node_modules/.package-lock.json: examples/node/package.json examples/node/package-lock.json
 	cd examples/node && npm ci --prefer-offline --no-audit --no-fund
 
-# The console's test (test/t/048_web_console.pl): playwright-core, which
+# The console's test (test/t/056_web_console.pl): playwright-core, which
 # drives Debian's chromium; pinned by its lockfile.
 test/web/node_modules/.package-lock.json: test/web/package.json test/web/package-lock.json
 	cd test/web && npm ci --prefer-offline --no-audit --no-fund

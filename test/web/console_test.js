@@ -1,7 +1,7 @@
 // test/web/console_test.js
 //   Drives Debian's chromium (playwright-core, pinned by package-lock.json)
 //   against two running `schedqctl web` servers, one read-write (WEB_URL)
-//   and one --read-only (WEB_RO_URL), for test/t/048_web_console.pl, which
+//   and one --read-only (WEB_RO_URL), for test/t/056_web_console.pl, which
 //   starts them, makes the roles and the data, and reads this script's
 //   output: one line "ok - NAME" or "not ok - NAME: WHY" per check, then
 //   "done".  Database changes during the test go through psql (PSQL_CONN, a

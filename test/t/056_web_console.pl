@@ -1,5 +1,5 @@
 #-------------------------------------------------------------------------
-# test/t/048_web_console.pl
+# test/t/056_web_console.pl
 #	  schedqctl web, the console, in Debian's chromium (headless), driven
 #	  by test/web/console_test.js with playwright-core (pinned by
 #	  test/web/package-lock.json; make check installs it with npm ci):
