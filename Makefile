@@ -21,6 +21,10 @@
 #                   (DEB_DIR)
 #   make check-citus  schedq on a three-node Citus cluster (optional; builds
 #                   nothing, skips without Citus; see docs/scale-out.md)
+#   make check-ha   schedq under pg_auto_failover: a switchover and a crash of
+#                   the primary under load (test/t/080_ha.pl alone; part of
+#                   make check too; skips without pg_autoctl and the
+#                   pgautofailover extension; see docs/operations.md)
 
 EXTENSION = schedq
 MODULE_big = schedq
@@ -116,7 +120,7 @@ schedqctl-uninstall:
 schedqctl-clean:
 	$(SCHEDQCTL_MAKE) clean
 
-.PHONY: demo bench bench-examples check-citus
+.PHONY: demo bench bench-examples check-citus check-ha
 
 # What CI runs: every suite on every server of the version matrix
 # (test/pg-server.sh builds or fetches the servers, cached outside the
@@ -131,6 +135,12 @@ check-matrix:
 # already be installed in PG_CONFIG's server; skips when Citus is not.
 check-citus:
 	PG_CONFIG="$(PG_CONFIG)" bash test/citus/check.sh
+
+# schedq under a real failover manager (test/t/080_ha.pl): built and
+# installed as make check does, then that test alone.
+check-ha:
+	$(MAKE) PG_CONFIG="$(PG_CONFIG)" WERROR=1 all install
+	PG_CONFIG="$(PG_CONFIG)" SUITES=tap TAP_TESTS=080_ha bash test/check.sh
 
 # The demo's throwaway server loads the installed library: make demo
 # installs first, into the PostgreSQL of PG_CONFIG, and says so before.

@@ -64,6 +64,58 @@ ctl_conn_open(const char *conninfo, char **why, bool *needs_password)
 }
 
 /*
+ * Connect with the -d string to the server another connection reached:
+ * its host (or socket directory), port and, when an address was given,
+ * its address override those of the string, which may list several hosts
+ * (libpq takes the last value of a repeated keyword).  So a worker's
+ * second connection talks to the server its first one chose, even when
+ * another host of the list now answers first.  Returns NULL when the
+ * connection failed.
+ */
+PGconn *
+ctl_conn_open_like(const char *conninfo, PGconn *like)
+{
+	const char		 *keys[6];
+	const char		 *values[6];
+	int				  n = 0;
+	bool			  hostaddr = false;
+	PQconninfoOption *opts = PQconninfo(like);
+	PGconn			 *conn;
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, "hostaddr") == 0 && o->val && o->val[0])
+			hostaddr = true;
+	PQconninfoFree(opts);
+	if (conninfo != NULL)
+	{
+		keys[n] = "dbname";
+		values[n++] = conninfo;
+	}
+	keys[n] = "fallback_application_name";
+	values[n++] = "schedqctl";
+	keys[n] = "host";
+	values[n++] = PQhost(like);
+	keys[n] = "port";
+	values[n++] = PQport(like);
+	if (hostaddr)
+	{
+		keys[n] = "hostaddr";
+		values[n++] = PQhostaddr(like);
+	}
+	keys[n] = NULL;
+	values[n] = NULL;
+
+	conn = PQconnectdbParams(keys, values, 1);
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+	{
+		PQfinish(conn);
+		return NULL;
+	}
+	PQsetErrorContextVisibility(conn, PQSHOW_CONTEXT_NEVER);
+	return conn;
+}
+
+/*
  * Connect with the -d string.  Returns NULL, having said why unless quiet,
  * when the connection failed.
  */

@@ -86,6 +86,7 @@ extern int	ctl_main_usage_error(const char *command, const char *fmt, ...)
 /* conn.c */
 extern PGconn *ctl_conn_open(const char *conninfo, char **why,
 							 bool *needs_password);
+extern PGconn *ctl_conn_open_like(const char *conninfo, PGconn *like);
 extern PGconn *ctl_conn_connect(const char *conninfo, bool quiet);
 extern int	 ctl_conn_check(PGconn *conn, PGresult *res, const CtlNeeds *needs,
 							const char *what);

@@ -78,14 +78,14 @@
  * has come (progress()); a note is cut to 40 characters, ending in '~'.
  */
 #define RUNNING_LIMIT "10"
-#define RUNNING_SQL(T)                                                         \
-	"SELECT id, queue, kind, claimed_by AS worker, "                           \
-	"pg_catalog.to_char(started_at, 'YYYY-MM-DD HH24:MI:SS') AS started, "     \
-	"COALESCE(round(progress::numeric, 1)::text || '%', '') AS progress, "     \
-	"COALESCE(CASE WHEN pg_catalog.length(n) > 40 THEN "                       \
-	"pg_catalog.left(n, 39) || '~' ELSE n END, '') AS note "                   \
-	"FROM schedq." T ", LATERAL (VALUES (pg_catalog.regexp_replace("           \
-	"pg_catalog.left(progress_note, 100), '\\s+', ' ', 'g'))) AS x(n) "        \
+#define RUNNING_SQL(T)                                                                            \
+	"SELECT id, queue, kind, claimed_by AS worker, "                                              \
+	"pg_catalog.to_char(started_at, 'YYYY-MM-DD HH24:MI:SS') AS started, "                        \
+	"COALESCE(pg_catalog.trim_scale(round(progress::numeric, 1))::text || '%', '') AS progress, " \
+	"COALESCE(CASE WHEN pg_catalog.length(n) > 40 THEN "                                          \
+	"pg_catalog.left(n, 39) || '~' ELSE n END, '') AS note "                                      \
+	"FROM schedq." T ", LATERAL (VALUES (pg_catalog.regexp_replace("                              \
+	"pg_catalog.left(progress_note, 100), '\\s+', ' ', 'g'))) AS x(n) "                           \
 	"WHERE status = 'running' ORDER BY started_at, id LIMIT " RUNNING_LIMIT
 
 #define FAILURE_SQL(T)                                                         \

@@ -306,7 +306,15 @@ worker_turn(Worker *w, struct pollfd *fds, int *exit_code)
 		char why[256];
 
 		if (ctl_workerconn_connect(w, why, sizeof(why)))
-			ctl_workerconn_say(w, "info", "reconnected", "reconnected");
+		{
+			char where[300];
+			char key[320];
+
+			/* Said at each reconnection; once a server until a claim works. */
+			ctl_workerconn_where(w, where, sizeof(where));
+			snprintf(key, sizeof(key), "reconnected to %s", where);
+			ctl_workerconn_say(w, "info", key, "%s", key);
+		}
 		else
 			ctl_workerconn_disconnect(w, why);
 		return TURN_AGAIN;
@@ -397,8 +405,11 @@ ctl_worker_command(int argc, char **argv)
 	rc = worker_start_checks(&w);
 	if (rc != EXIT_OK)
 		return rc;
-	ctl_worker_log(&w, "info", "worker %s started: concurrency %d, command %s",
-				   w.name, w.concurrency, w.cmd[0]);
+	ctl_workerconn_where(&w, why, sizeof(why));
+	ctl_worker_log(&w, "info",
+				   "worker %s started: concurrency %d, command %s, "
+				   "connected to %s",
+				   w.name, w.concurrency, w.cmd[0], why);
 
 	while ((turn = worker_turn(&w, fds, &exit_code)) == TURN_AGAIN)
 		;

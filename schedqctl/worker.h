@@ -103,6 +103,7 @@ typedef struct Worker
 	bool	want_claim;
 	double	reconnect_at;
 	double	backoff;
+	bool	unreachable; /* the last attempt made no connection */
 	size_t	max_result;
 	Slot   *slots;
 	int		running;  /* used slots */
@@ -136,6 +137,7 @@ extern bool ctl_workerconn_connect(Worker *w, char *why, size_t len);
 extern void ctl_workerconn_say(Worker *w, const char *level, const char *key,
 							   const char *fmt, ...) pg_attribute_printf(4, 5);
 extern void ctl_workerconn_working(Worker *w);
+extern void ctl_workerconn_where(Worker *w, char *buf, size_t len);
 extern void ctl_workerconn_disconnect(Worker *w, const char *why);
 extern void ctl_workerconn_drop_wait(Worker *w, bool cancel);
 extern WorkerCheck ctl_workerconn_check(Worker *w, PGresult *res,

@@ -20,16 +20,27 @@
  *	  pg_extension, which no server logs as an error).  A broken
  *	  connection, or one that cannot work (schedq dropped, a claim that
  *	  fails), drops both, and the loop reconnects after a back-off of 0.1 s
- *	  doubling to 30 s, each delay jittered by +-25 % so that workers cut
+ *	  doubling to 2 s, each delay jittered by +-25 % so that workers cut
  *	  off together do not come back together, while the programs keep
  *	  running; what could not be reported is reported after reconnecting
- *	  (workerclaim.c).  The back-off starts again only when a claim (or a
- *	  wait) works, not when a connection is made: a server that takes
- *	  connections but cannot hand out tasks is not retried ten times a
- *	  second.  While it retries, the worker says each reason once; when a
- *	  claim works again it says so.  A missing privilege ends the worker
- *	  with exit 4, as does a database without schedq at the start: no task
- *	  could be worked on.
+ *	  (workerclaim.c).  The cap is short so that a restart or a failover
+ *	  costs a worker about a second once the server takes connections
+ *	  again; while no connection can be made at all (the server is down,
+ *	  restarting, or refuses it), the delays are capped at 1 s, so that
+ *	  the worker is back about half a second after the server on
+ *	  average.  The back-off
+ *	  starts again only when a claim (or a wait) works, not when a
+ *	  connection is made: a server that takes connections but cannot hand
+ *	  out tasks is not retried ten times a second.  While it retries, the
+ *	  worker says each reason once; when a claim works again it says so.
+ *	  A missing privilege ends the worker with exit 4, as does a database
+ *	  without schedq at the start: no task could be worked on.
+ *
+ *	  The -d string may list several hosts (host=a,b port=x,y
+ *	  target_session_attrs=read-write): libpq tries them in turn, at each
+ *	  (re)connection, and the worker logs the host and port it reached.
+ *	  The wait connection is made to that same server, whatever the list
+ *	  says, so that both connections of a worker talk to one server.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -41,7 +52,9 @@
 #include "worker.h"
 
 #define BACKOFF_FIRST 0.1
-#define BACKOFF_MAX	  30.0
+#define BACKOFF_MAX	  2.0
+/* While no connection can be made at all. */
+#define BACKOFF_MAX_UNREACHABLE 1.0
 
 /*
  * Log a line at level, unless its key was said since the last claim that
@@ -81,6 +94,20 @@ ctl_workerconn_working(Worker *w)
 }
 
 /*
+ * Where the control connection is: "host:port" (a socket directory for a
+ * Unix-domain socket), in buf.
+ */
+void
+ctl_workerconn_where(Worker *w, char *buf, size_t len)
+{
+	const char *host = w->conn ? PQhost(w->conn) : NULL;
+	const char *port = w->conn ? PQport(w->conn) : NULL;
+
+	snprintf(buf, len, "%s:%s", host && host[0] ? host : "?",
+			 port && port[0] ? port : "?");
+}
+
+/*
  * Connect the control connection, check that schedq is installed and read
  * schedq.max_payload, the largest result the server takes.  Returns false
  * with why set if either failed; w->conn is then NULL, but when the
@@ -94,6 +121,7 @@ ctl_workerconn_connect(Worker *w, char *why, size_t len)
 	char	 *failed = NULL;
 
 	w->conn = ctl_conn_open(w->conninfo, &failed, NULL);
+	w->unreachable = w->conn == NULL;
 	if (w->conn == NULL)
 	{
 		/* libpq's words, first line: one reason, said once. */
@@ -169,13 +197,15 @@ ctl_workerconn_drop_wait(Worker *w, bool cancel)
 
 /*
  * The connection broke, or cannot work: drop both, reconnect after the
- * back-off, jittered; the next back-off is twice as long, up to 30 s.
+ * back-off, jittered (at most 1 s while no connection can be made); the
+ * next back-off is twice as long, up to 2 s.
  */
 void
 ctl_workerconn_disconnect(Worker *w, const char *why)
 {
-	double delay =
-		w->backoff * (0.75 + 0.5 * pg_prng_double(&pg_global_prng_state));
+	double delay = Min(w->backoff,
+					   w->unreachable ? BACKOFF_MAX_UNREACHABLE : BACKOFF_MAX) *
+				   (0.75 + 0.5 * pg_prng_double(&pg_global_prng_state));
 	char key[200];
 
 	snprintf(key, sizeof(key), "connection lost (%s)", why);
@@ -247,7 +277,7 @@ ctl_workerconn_await(Worker *w)
 
 	if (w->wconn == NULL)
 	{
-		w->wconn = ctl_conn_open(w->conninfo, NULL, NULL);
+		w->wconn = ctl_conn_open_like(w->conninfo, w->conn);
 		if (w->wconn == NULL)
 		{
 			ctl_workerconn_disconnect(w, "wait connection");

@@ -56,8 +56,19 @@
 //
 // Failures, as schedqctl's: the first connection fails (a wrong password,
 // say): one line on stderr, exit 3.  A privilege is missing: one line, exit
-// 4.  A connection lost later: reconnect after 1 s, doubling up to 30 s,
-// each delay jittered by +-25 %.
+// 4.  A connection lost later: reconnect after 0.1 s, doubling up to 2 s,
+// each delay jittered by +-25 %, so that a restart or a failover costs
+// about a second once the server takes connections again.
+//
+// Several servers: pgx takes libpq's multi-host strings, in SCHEDQ_DSN
+// ("host=db1,db2 port=5432,5432 target_session_attrs=read-write") or in
+// PGHOST, PGPORT and PGTARGETSESSIONATTRS; each new connection tries them
+// in turn, and the worker logs the host and port it reached.
+//
+// Connection poolers (PgBouncer in transaction mode): each statement here
+// is a transaction of its own, and pgx only describes statements with the
+// unnamed statement (statement_cache_mode=describe), never prepares named
+// ones, since the next statement may run on another server connection.
 package main
 
 import (
@@ -76,6 +87,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgconn"
+	"github.com/jackc/pgconn/stmtcache"
+	"github.com/jackc/pgx/v4"
 	"github.com/jackc/pgx/v4/pgxpool"
 )
 
@@ -232,6 +245,14 @@ func newWorker() (*worker, error) {
 	config.MaxConns = 2 // the loop, and the heartbeats while a task runs
 	config.LazyConnect = true
 	config.ConnConfig.RuntimeParams["application_name"] = "schedq-worker"
+	// Poolers: no named prepared statement outlives its transaction.
+	config.ConnConfig.BuildStatementCache = func(conn *pgconn.PgConn) stmtcache.Cache {
+		return stmtcache.New(conn, stmtcache.ModeDescribe, 512)
+	}
+	config.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		log.Printf("schedq-worker: connected to %s", where(conn.PgConn()))
+		return nil
+	}
 	pool, err := pgxpool.ConnectConfig(context.Background(), config)
 	if err != nil {
 		return nil, err
@@ -261,11 +282,12 @@ func newWorker() (*worker, error) {
 // run claims and runs tasks until ctx is canceled.  Connection errors are
 // retried with backoff; the pool opens a new connection by itself.
 func (w *worker) run(ctx context.Context) error {
-	backoff := time.Second
+	const first, most = 100 * time.Millisecond, 2 * time.Second
+	backoff := first
 	for ctx.Err() == nil {
 		err := w.step(ctx)
 		if err == nil {
-			backoff = time.Second
+			backoff = first
 			continue
 		}
 		if !connectionLost(err) {
@@ -281,8 +303,8 @@ func (w *worker) run(ctx context.Context) error {
 		case <-time.After(delay):
 		case <-ctx.Done():
 		}
-		if backoff *= 2; backoff > 30*time.Second {
-			backoff = 30 * time.Second
+		if backoff *= 2; backoff > most {
+			backoff = most
 		}
 	}
 	// Stopping: complete what is done, claim nothing.
@@ -567,6 +589,16 @@ func connectionLost(err error) bool {
 		return false
 	}
 	return true
+}
+
+// where is the host and port a connection reached: the server's address
+// (host:port), or for a Unix-domain socket its directory and port.
+func where(c *pgconn.PgConn) string {
+	addr := c.Conn().RemoteAddr().String()
+	if i := strings.LastIndex(addr, "/.s.PGSQL."); i >= 0 {
+		return addr[:i] + ":" + addr[i+len("/.s.PGSQL."):]
+	}
+	return addr
 }
 
 // lostReports says that the worker stops with outcomes it could not report.

@@ -57,11 +57,27 @@
  *
  * Failures, as schedqctl's: the first connection fails (a wrong password,
  * say): one line on stderr, exit 3.  A privilege is missing: one line, exit
- * 4.  A connection lost later: reconnect after 1 s, doubling up to 30 s,
- * each delay jittered by +-25 %.
+ * 4.  A connection lost later: reconnect after 0.1 s, doubling up to 2 s,
+ * each delay jittered by +-25 %, so that a restart or a failover costs
+ * about a second once the server takes connections again.
+ *
+ * Several servers: node-postgres connects to one host, so this worker
+ * takes libpq's lists itself: the hosts of SCHEDQ_DSN's URI
+ * (postgres://worker@db1:5432,db2:5432/app?target_session_attrs=read-write),
+ * or PGHOST and PGPORT as comma lists (one port for all, or one each),
+ * with PGTARGETSESSIONATTRS.  Each (re)connection tries them in turn; with
+ * target_session_attrs=read-write it skips a server whose SHOW
+ * transaction_read_only says on (a standby), as libpq does.  The worker
+ * logs the host and port it reached.
+ *
+ * Connection poolers (PgBouncer in transaction mode): each statement here
+ * is a transaction of its own, node-postgres prepares no named statement,
+ * and a wait is canceled with a cancel request, which a pooler passes on
+ * to the server connection that runs it.
  */
 'use strict';
 
+const net = require('net');
 const os = require('os');
 const { Client } = require('pg');
 const pgpass = require('pgpass');
@@ -110,13 +126,46 @@ function password(params) {
 	return new Promise((resolve) => pgpass(params, resolve));
 }
 
+/* The servers to try, in order, each a connection for pg, and the
+ * target_session_attrs: any, or read-write.  A URI's host list, or
+ * PGHOST's; one server alone is left to pg (it reads PGHOST, PGUSER, ...
+ * itself; a password in SCHEDQ_DSN wins over the function). */
+function servers() {
+	const dsn = process.env.SCHEDQ_DSN;
+	let target = process.env.PGTARGETSESSIONATTRS || 'any';
+	let list;
+	const uri = dsn && /^(postgres(?:ql)?:\/\/)([^@/?#]*@)?([^/?#]*)(.*)$/.exec(dsn);
+	if (uri) {
+		// target_session_attrs is this worker's to apply, not pg's.
+		const rest = uri[4]
+			.replace(/([?&])target_session_attrs=([^&#]*)&?/, (all, sep, value) => {
+				target = decodeURIComponent(value);
+				return sep;
+			})
+			.replace(/[?&]$/, '');
+		list = uri[3].split(',').map((host) => ({
+			connectionString: uri[1] + (uri[2] || '') + host + rest,
+		}));
+	} else if (dsn) {
+		list = [{ connectionString: dsn }];
+	} else {
+		const hosts = (process.env.PGHOST || '').split(',');
+		const ports = (process.env.PGPORT || '').split(',');
+		list =
+			hosts.length < 2
+				? [{}]
+				: hosts.map((host, i) => ({
+						host,
+						port: Number(ports.length > 1 ? ports[i] : ports[0]) || 5432,
+				  }));
+	}
+	if (target !== 'any' && target !== 'read-write')
+		fatal(2, `target_session_attrs "${target}" is not supported (any or read-write)`);
+	return { target, list: list.map((s) => Object.assign(s, { password })) };
+}
+
 const settings = {
-	// No connection string: pg reads PGHOST, PGUSER, ... itself (a password
-	// in SCHEDQ_DSN wins over the function).
-	connection: Object.assign(
-		process.env.SCHEDQ_DSN ? { connectionString: process.env.SCHEDQ_DSN } : {},
-		{ password }
-	),
+	servers: servers(),
 	name: process.env.SCHEDQ_WORKER || `${os.hostname()}:${process.pid}`,
 	queues: list('SCHEDQ_QUEUES').length ? list('SCHEDQ_QUEUES') : null, // null: every queue
 	caps: list('SCHEDQ_CAPS'),
@@ -156,16 +205,50 @@ function onSignal(signal) {
 
 /* End the statement the client runs: pg has no call for it, so ask the
  * server from a second connection (any role may cancel its own sessions). */
-async function cancel(client) {
-	const canceller = new Client(settings.connection);
-	try {
-		await canceller.connect();
-		await canceller.query('SELECT pg_cancel_backend($1)', [client.processID]);
-	} catch (err) {
-		log(`could not cancel the wait: ${err.message}`);
-	} finally {
-		await canceller.end().catch(() => {});
+function cancel(client) {
+	// A CancelRequest, as libpq's PQcancel sends it: no login, and a pooler
+	// passes it on to the server connection running the statement.  As
+	// libpq does, the socket stays open until the other side closes it:
+	// PgBouncer 1.18 exits when a client closes before its cancel is sent.
+	const request = Buffer.alloc(16);
+	request.writeInt32BE(16, 0);
+	request.writeInt32BE(80877102, 4);
+	request.writeInt32BE(client.processID, 8);
+	request.writeInt32BE(client.secretKey, 12);
+	const socket = client.host.startsWith('/')
+		? net.connect(`${client.host}/.s.PGSQL.${client.port}`)
+		: net.connect(client.port, client.host);
+	socket.setTimeout(5000, () => socket.destroy());
+	socket.on('connect', () => socket.write(request));
+	socket.on('end', () => socket.destroy());
+	socket.on('error', (err) => log(`could not cancel the wait: ${err.message}`));
+}
+
+/* Connect to the first server of the list that takes the connection (and,
+ * for read-write, is not read-only).  Throws the last server's error. */
+async function connect() {
+	let failure;
+	for (const server of settings.servers.list) {
+		const client = new Client(server);
+		client.on('error', () => {}); // a broken connection: the next query fails too
+		try {
+			await client.connect();
+			if (settings.servers.target === 'read-write') {
+				const { rows } = await client.query('SHOW transaction_read_only');
+				if (rows[0].transaction_read_only === 'on') {
+					failure = new Error(`the server at ${client.host}:${client.port} is read-only`);
+					failure.code = 'EREADONLY';
+					await client.end().catch(() => {});
+					continue;
+				}
+			}
+			return client;
+		} catch (err) {
+			failure = err;
+			await client.end().catch(() => {});
+		}
 	}
+	throw failure;
 }
 
 /* Run the handler of the task's kind; what to report. */
@@ -320,17 +403,17 @@ async function main() {
 	process.once('SIGTERM', onSignal);
 	process.once('SIGINT', onSignal);
 	log(`${settings.name}: queues ${settings.queues || 'all'}, batches of ${settings.batch}`);
-	let backoff = 1;
+	let backoff = 0.1;
 	let connected = false; // once: later failures are retried
 	while (!stopping) {
-		const client = new Client(settings.connection);
-		client.on('error', () => {}); // a broken connection: the next query fails too
+		let client = null;
 		let connecting = true;
 		try {
-			await client.connect();
+			client = await connect();
+			log(`connected to ${client.host}:${client.port}`);
 			connected = true;
 			connecting = false;
-			backoff = 1;
+			backoff = 0.1;
 			await work(client);
 		} catch (err) {
 			if (connecting && !connected) fatal(3, `could not connect: ${err.message}`);
@@ -347,9 +430,9 @@ async function main() {
 				wakeUp = resolve;
 				setTimeout(resolve, delay * 1000);
 			});
-			backoff = Math.min(backoff * 2, 30);
+			backoff = Math.min(backoff * 2, 2);
 		} finally {
-			await client.end().catch(() => {});
+			if (client) await client.end().catch(() => {});
 		}
 	}
 	log('stopped');

@@ -52,8 +52,19 @@ lease).  Logs one line per attempt on stdout.
 
 Failures, as schedqctl's: the first connection fails (a wrong password,
 say): one line on stderr, exit 3.  A privilege is missing: one line, exit
-4.  A connection lost later: reconnect after 1 s, doubling up to 30 s,
-each delay jittered by +-25 %.
+4.  A connection lost later: reconnect after 0.1 s, doubling up to 2 s,
+each delay jittered by +-25 %, so that a restart or a failover costs about
+a second once the server takes connections again.
+
+Several servers: libpq's multi-host strings work as they are, in
+SCHEDQ_DSN ("host=db1,db2 port=5432,5432 target_session_attrs=read-write")
+or in PGHOST, PGPORT and PGTARGETSESSIONATTRS; each (re)connection tries
+them in turn, and the worker logs the host and port it reached.
+
+Connection poolers (PgBouncer in transaction mode): each statement here
+is a transaction of its own, and psycopg is told never to prepare
+statements on the server (prepare_threshold=None), since the next
+statement may run on another server connection of the pool.
 """
 
 import os
@@ -144,21 +155,25 @@ class Worker:
             conn.cancel()  # ends await_task at once; it holds nothing
 
     def run(self):
-        backoff = 1
+        backoff = 0.1
         connected = False  # once: later failures are retried
         while not self.stopping.is_set():
             try:
                 try:
                     conn = psycopg.connect(
-                        self.dsn, autocommit=True, application_name="schedq-worker"
+                        self.dsn,
+                        autocommit=True,
+                        application_name="schedq-worker",
+                        prepare_threshold=None,  # poolers: no server-side prepare
                     )
                 except psycopg.OperationalError as e:
                     if not connected:
                         fatal(3, f"could not connect: {reason(e)}")
                     raise
+                log(f"connected to {conn.info.host}:{conn.info.port}")
                 connected = True
                 with conn:
-                    backoff = 1
+                    backoff = 0.1
                     self.work(conn)
             except (
                 psycopg.errors.InsufficientPrivilege,
@@ -178,7 +193,7 @@ class Worker:
                 delay = backoff * random.uniform(0.75, 1.25)
                 log(f"connection lost ({first_line(e)}); retrying in {delay:.1f} s")
                 self.stopping.wait(delay)
-                backoff = min(backoff * 2, 30)
+                backoff = min(backoff * 2, 2)
         log("stopped")
 
     def work(self, conn):

@@ -36,6 +36,10 @@
  * and set_budget wake every waiter when those change).
  * schedq_await_pass_on does that, for await_task and claim(wait => ...)
  * alike.
+ *
+ * Both give up with 25006 when the server is or becomes read-only
+ * (shared/wake.c): a worker waiting on a primary that a failover is
+ * fencing off is told to reconnect, not left waiting until its timeout.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -187,6 +191,8 @@ schedq_await_task(PG_FUNCTION_ARGS)
 		{
 			/* register before each look: a task committed after it wakes us */
 			schedq_wake_register(args.req.queues, args.req.caps, false);
+			/* a read-only server: 25006 rather than the look's own error */
+			schedq_wake_check_writable();
 			found = await_look(&args);
 			/* the look's snapshot and locks go */
 			SPI_commit();

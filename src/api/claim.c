@@ -136,7 +136,10 @@ claim_once(ClaimArgs *args)
  * finds nothing passes on a wake-up it could not use (api/await.c).  Holds no
  * row lock while it sleeps: a look that finds nothing locks nothing.  It
  * does hold its statement's snapshot and the relation locks of its looks
- * (await_task does not).
+ * (await_task does not).  Raises 25006 when the server is or becomes
+ * read-only (shared/wake.c): the whole transaction rolls back, even one
+ * begun while the server was writable, which could still claim -- the
+ * server is being fenced off, and what it writes now may be lost.
  */
 static int
 claim_wait(ClaimArgs *args)
@@ -280,6 +283,10 @@ schedq_claim(PG_FUNCTION_ARGS)
 				"claim with wait requires the READ COMMITTED isolation level"),
 			errdetail(
 				"A transaction snapshot would never see tasks that become available while waiting."));
+
+	/* a claim that may wait says why it cannot, rather than its UPDATE's error */
+	if (args.wait_us > 0)
+		schedq_wake_check_writable();
 
 	InitMaterializedSRF(fcinfo, 0);
 	schedq_call_begin(&call);

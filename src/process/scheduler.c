@@ -40,6 +40,22 @@
  *	  it thought due could not be done, so a due time that stays due (a
  *	  schedule row locked by someone, say) cannot make it spin.
  *
+ * It stands aside while the server is read-only: default_transaction_read_only
+ * is on (pg_auto_failover fences a new primary so for a while after a
+ * failover), or a pass was refused with 25006 (read_only_sql_transaction)
+ * however the server came to refuse writes.  Then no pass runs and no SQL
+ * executor starts; the database's slot is marked read-only, which sends
+ * the waiting claims away with 25006 and the idle executors home
+ * (shared/wake.c, process/sqlexec.c); scheduler_status() shows
+ * 'read-only', metrics() counts the time in read_only_ms, and the log
+ * says so once on the way in and once on the way out.  A reload sets the
+ * latch, so the iteration after default_transaction_read_only goes off
+ * resumes the passes; after a refusal, an iteration tries again each
+ * schedq.promote_interval, silently while it is refused.  A
+ * default_transaction_read_only of the database (ALTER DATABASE ... SET)
+ * is read at connection only: the scheduler leaves when it is reset, to
+ * be started again (scheduler_check_database_setting).
+ *
  * Only one scheduler acts per database: it holds a session-level lock
  * (process/background.h) for its lifetime, and a second one exits.  Every pass is
  * idempotent.
@@ -83,6 +99,8 @@
 #include "base/version.h"
 #include "process/background.h"
 #include "shared/locks.h"
+#include "shared/metrics.h"
+#include "shared/wake.h"
 
 /* The wait before a failed pass (or iteration) runs again: doubling. */
 #define PASS_BACKOFF_FIRST_MS 100
@@ -99,6 +117,7 @@ typedef struct SchedulerTick
 	int			done;		  /* ticks fired, tasks promoted, attempts reaped */
 	bool		promote_busy; /* another session holds the promotion lock */
 	int			sql_ready;	  /* SQL tasks the executors could claim now */
+	bool		refused;	  /* a write was refused: the server is read-only */
 } SchedulerTick;
 
 /* One pass of an iteration, run in a subtransaction of its own. */
@@ -125,14 +144,136 @@ static int		   scheduler_backoff_ms = 0;		  /* of failed iterations */
 static bool		   scheduler_executors_short = false; /* said so already */
 static bool		   scheduler_said_distributed = false; /* said so already */
 
+/*
+ * While the server is read-only: since when (0: it is not), up to when
+ * that time is counted in read_only_ms, and the last refusal's message.
+ */
+static TimestampTz scheduler_read_only_since = 0;
+static TimestampTz scheduler_read_only_counted = 0;
+static char		   scheduler_refusal[256];
+
+/*
+ * Publish what the scheduler does.  While the server is read-only, an
+ * iteration that tries whether writes are accepted again shows no state
+ * of its own: 'read-only' stays until one succeeds.
+ */
 static void
 scheduler_set_state(SchedqSchedulerState state)
 {
+	if (scheduler_read_only_since != 0 && state != SCHEDULER_DISABLED)
+		state = SCHEDULER_READ_ONLY;
 	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
 	scheduler_slot->state = state;
-	if (state == SCHEDULER_IDLE || state == SCHEDULER_DISABLED)
+	if (state == SCHEDULER_IDLE || state == SCHEDULER_DISABLED ||
+		state == SCHEDULER_READ_ONLY)
 		scheduler_slot->last_tick = GetCurrentTimestamp();
 	LWLockRelease(schedq_shm->lock);
+}
+
+/* Count the time read-only up to now in read_only_ms, whole ms at a time. */
+static void
+scheduler_count_read_only(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		ms;
+
+	if (scheduler_read_only_since == 0 || now <= scheduler_read_only_counted)
+		return;
+	ms = (now - scheduler_read_only_counted) / 1000;
+	schedq_metrics_count(METRIC_READ_ONLY_MS, (uint64) ms);
+	scheduler_read_only_counted += ms * 1000;
+}
+
+/*
+ * The server is read-only (why: for the log): stand aside, saying so
+ * once.  The database's slot is marked, and every waiting claim of the
+ * database woken to see the mark (shared/wake.c).
+ */
+static void
+scheduler_read_only_enter(const char *why)
+{
+	if (scheduler_read_only_since != 0)
+	{
+		scheduler_count_read_only();
+		scheduler_set_state(SCHEDULER_READ_ONLY);
+		return;
+	}
+	scheduler_read_only_since = GetCurrentTimestamp();
+	scheduler_read_only_counted = scheduler_read_only_since;
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->read_only = true;
+	LWLockRelease(schedq_shm->lock);
+	scheduler_set_state(SCHEDULER_READ_ONLY);
+	schedq_wake_all_claimers_now();
+	ereport(LOG,
+			errmsg("schedq scheduler: the server is read-only (%s); database "
+				   "\"%s\" runs no pass and starts no SQL executor until it "
+				   "is writable",
+				   why, scheduler_dbname));
+}
+
+/* The server accepts writes again (or the scheduler is disabled). */
+static void
+scheduler_read_only_leave(void)
+{
+	if (scheduler_read_only_since == 0)
+		return;
+	scheduler_count_read_only();
+	ereport(LOG, errmsg("schedq scheduler: the server is no longer read-only; "
+						"database \"%s\" resumes after %.1f s",
+						scheduler_dbname,
+						(double) (GetCurrentTimestamp() -
+								  scheduler_read_only_since) /
+							USECS_PER_SEC));
+	scheduler_read_only_since = 0;
+	/* the reaper first: leases expired meanwhile */
+	scheduler_next_reap = 0;
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	scheduler_slot->read_only = false;
+	LWLockRelease(schedq_shm->lock);
+}
+
+/*
+ * Is default_transaction_read_only on only by a setting of this database
+ * or this role (ALTER DATABASE ... SET, ALTER ROLE ... SET) that is gone
+ * now?  Those are read once, at connection, and no reload reads them
+ * again: the scheduler then leaves, and the launcher starts another,
+ * which reads them anew.  Runs a transaction of its own.
+ */
+static void
+scheduler_check_database_setting(void)
+{
+	bool isnull;
+	bool gone;
+
+	schedq_background_tick_begin("schedq scheduler: read-only");
+	if (SPI_execute(
+			"SELECT s.source IN ('database', 'user', 'database user')"
+			"   AND NOT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting d,"
+			"                   unnest(d.setconfig) c"
+			"     WHERE d.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database"
+			"                                  WHERE datname = current_database()))"
+			"       AND d.setrole IN (0, (SELECT oid FROM pg_catalog.pg_roles"
+			"                              WHERE rolname = session_user))"
+			"       AND c LIKE 'default\\_transaction\\_read\\_only=%'"
+			"       AND split_part(c, '=', 2)::boolean)"
+			"  FROM pg_catalog.pg_settings s"
+			" WHERE s.name = 'default_transaction_read_only'",
+			true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not read default_transaction_read_only");
+	gone = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
+	schedq_background_tick_commit();
+	if (!gone || isnull)
+		return;
+	scheduler_read_only_leave();
+	ereport(DEBUG1,
+			errmsg("schedq scheduler exiting: default_transaction_read_only "
+				   "of database \"%s\" was reset; the launcher starts "
+				   "another",
+				   scheduler_dbname));
+	proc_exit(0);
 }
 
 static void
@@ -148,6 +289,7 @@ scheduler_exit(int code, Datum arg)
 		scheduler_slot->state = SCHEDULER_NONE;
 		scheduler_slot->sql_workers = 0;
 		scheduler_slot->sql_workers_wanted = 0;
+		scheduler_slot->read_only = false;
 	}
 	LWLockRelease(schedq_shm->lock);
 }
@@ -328,6 +470,9 @@ scheduler_try(SchedulerPass *pass, SchedulerTick *tick)
 	SchedulerStepArg arg = { pass, &result };
 	ErrorData		*edata;
 
+	/* once a write was refused, the iteration's other passes would be too */
+	if (tick->refused)
+		return false;
 	if (tick->now < pass->retry_at)
 	{
 		tick->wake = Min(tick->wake, pass->retry_at);
@@ -340,6 +485,14 @@ scheduler_try(SchedulerPass *pass, SchedulerTick *tick)
 		*tick = result;
 		pass->backoff_ms = 0;
 		return true;
+	}
+	if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
+	{
+		/* not the pass's fault: the server is read-only, no WARNING */
+		tick->refused = true;
+		strlcpy(scheduler_refusal, edata->message, sizeof(scheduler_refusal));
+		FreeErrorData(edata);
+		return false;
 	}
 	pass->backoff_ms = scheduler_backoff(pass->backoff_ms);
 	pass->retry_at = GetCurrentTimestamp() + (int64) pass->backoff_ms * 1000;
@@ -401,10 +554,12 @@ scheduler_iterate(SchedulerTick *tick)
 /*
  * An error escaped an iteration (outside its passes): roll the iteration
  * back, report the error as a WARNING, and return how long to wait before
- * the next one.  Called from PG_CATCH.
+ * the next one.  A refused write (25006) is no failure: it sets
+ * tick->refused, and the next iteration comes at the usual time.  Called
+ * from PG_CATCH.
  */
 static int
-scheduler_recover(MemoryContext cxt)
+scheduler_recover(MemoryContext cxt, SchedulerTick *tick)
 {
 	ErrorData *edata;
 
@@ -417,6 +572,13 @@ scheduler_recover(MemoryContext cxt)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	MemoryContextSwitchTo(cxt);
 
+	if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
+	{
+		tick->refused = true;
+		strlcpy(scheduler_refusal, edata->message, sizeof(scheduler_refusal));
+		FreeErrorData(edata);
+		return schedq_promote_interval_ms;
+	}
 	scheduler_backoff_ms = scheduler_backoff(scheduler_backoff_ms);
 	ereport(WARNING, errcode(edata->sqlerrcode),
 			errmsg("schedq scheduler: an iteration failed: %s", edata->message),
@@ -510,6 +672,7 @@ schedq_scheduler_main(Datum main_arg)
 	scheduler_slot->latch = MyLatch;
 	scheduler_slot->state = SCHEDULER_STARTING;
 	scheduler_slot->absent = false;
+	scheduler_slot->read_only = false;
 	scheduler_slot->sql_workers = 0;
 	scheduler_slot->sql_workers_wanted = 0;
 	LWLockRelease(schedq_shm->lock);
@@ -530,7 +693,8 @@ schedq_scheduler_main(Datum main_arg)
 	{
 		/* if this fails, the iterations try again */
 		SchedulerTick start = { .now = GetCurrentTimestamp() };
-		bool		  unparked = scheduler_try(&pass_unpark, &start);
+		bool		  unparked =
+			!DefaultXactReadOnly && scheduler_try(&pass_unpark, &start);
 
 		schedq_background_tick_commit();
 		scheduler_unpark_needed = !unparked;
@@ -547,7 +711,25 @@ schedq_scheduler_main(Datum main_arg)
 		memset(&tick, 0, sizeof(tick));
 		tick.now = GetCurrentTimestamp();
 		tick.wake = tick.now + (int64) schedq_promote_interval_ms * 1000;
-		if (schedq_enabled)
+		if (!schedq_enabled)
+		{
+			scheduler_read_only_leave();
+			scheduler_set_state(SCHEDULER_DISABLED);
+		}
+		else if (DefaultXactReadOnly)
+		{
+			scheduler_read_only_enter("default_transaction_read_only is on");
+			PG_TRY();
+			{
+				scheduler_check_database_setting();
+			}
+			PG_CATCH();
+			{
+				(void) scheduler_recover(loop_cxt, &tick);
+			}
+			PG_END_TRY();
+		}
+		else
 		{
 			PG_TRY();
 			{
@@ -556,16 +738,29 @@ schedq_scheduler_main(Datum main_arg)
 			}
 			PG_CATCH();
 			{
-				int backoff_ms = scheduler_recover(loop_cxt);
+				int backoff_ms = scheduler_recover(loop_cxt, &tick);
 
 				tick.more = false;
 				tick.done = 0;
 				tick.wake = GetCurrentTimestamp() + (int64) backoff_ms * 1000;
 			}
 			PG_END_TRY();
+			MemoryContextSwitchTo(loop_cxt);
+			if (tick.refused)
+			{
+				/* nothing it did counts; try again in a while */
+				memset(&tick, 0, sizeof(tick));
+				tick.wake = GetCurrentTimestamp() +
+							(int64) schedq_promote_interval_ms * 1000;
+				scheduler_read_only_enter(
+					psprintf("a write was refused: %s", scheduler_refusal));
+			}
+			else
+				scheduler_read_only_leave();
+			if (scheduler_read_only_since == 0 &&
+				scheduler_slot->state == SCHEDULER_READ_ONLY)
+				scheduler_set_state(SCHEDULER_IDLE);
 		}
-		else
-			scheduler_set_state(SCHEDULER_DISABLED);
 		MemoryContextSwitchTo(loop_cxt);
 		MemoryContextReset(loop_cxt);
 		scheduler_keep_executors(tick.sql_ready);

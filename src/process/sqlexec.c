@@ -31,6 +31,10 @@
  * the start of the next: claims, commands, grants and error reports are
  * not kept.
  *
+ * While the server is read-only (process/scheduler.c) an executor claims
+ * nothing: it leaves quietly, and its scheduler starts none until the
+ * server is writable again.
+ *
  * Commands run inside a transaction, like a function body: statements
  * that cannot (VACUUM, CREATE INDEX CONCURRENTLY, ...) fail with
  * PostgreSQL's own error.
@@ -237,6 +241,54 @@ executor_claim(const char *worker, ExecutorTask *task)
 }
 
 /*
+ * The server is read-only (its scheduler says so, or default_transaction_
+ * read_only is on, or a claim was refused): leave quietly.  The scheduler
+ * starts no executor until the server is writable again.
+ */
+static void
+executor_leave_read_only(void)
+{
+	ereport(DEBUG1,
+			errmsg("schedq sql executor exiting: the server is read-only"));
+	proc_exit(0);
+}
+
+/*
+ * executor_claim, but a claim refused because the server is read-only
+ * (25006) makes the executor leave quietly rather than die with an ERROR
+ * in the log (to be started again into the same refusal).
+ */
+static bool
+executor_claim_writable(const char *worker, ExecutorTask *task)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		  found = false;
+	bool		  refused = false;
+
+	PG_TRY();
+	{
+		found = executor_claim(worker, task);
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_READ_ONLY_SQL_TRANSACTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		refused = true;
+	}
+	PG_END_TRY();
+	if (refused)
+		executor_leave_read_only();
+	MemoryContextSwitchTo(cxt);
+	return found;
+}
+
+/*
  * Record the end of an attempt: complete(token, result), or fail(token,
  * error, permanent).  Returns false when the attempt was no longer the
  * running one (complete or fail changed nothing).
@@ -368,8 +420,10 @@ executor_record_error(ExecutorTask *task, const char *error, bool final)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		/* the server turned read-only while the task ran: no WARNING */
 		ereport(
-			WARNING,
+			edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION ? LOG :
+																	 WARNING,
 			errmsg(
 				"schedq sql executor could not record the failure of task " INT64_FORMAT
 				": %s",
@@ -545,6 +599,7 @@ schedq_sqlexec_main(Datum main_arg)
 		SchedqDatabase *db;
 		bool			orphan;
 		bool			yield;
+		bool			read_only;
 		long			idle_ms;
 		long			timeout_ms = schedq_promote_interval_ms;
 
@@ -562,9 +617,12 @@ schedq_sqlexec_main(Datum main_arg)
 		orphan = db == NULL || db->pid != scheduler_pid;
 		/* a database waits for a slot for its scheduler: leave it ours */
 		yield = ran_task && schedq_databases_waiting(InvalidOid) > 0;
+		read_only = db != NULL && db->read_only;
 		LWLockRelease(schedq_shm->lock);
 		if (orphan)
 			proc_exit(0); /* the scheduler that started us is gone */
+		if (read_only || DefaultXactReadOnly)
+			executor_leave_read_only();
 		if (yield)
 		{
 			ereport(LOG,
@@ -576,7 +634,7 @@ schedq_sqlexec_main(Datum main_arg)
 
 		/* register before looking, so that a task made available after the look wakes us */
 		schedq_wake_register(NULL, caps, true);
-		if (schedq_enabled && executor_claim(worker, &task))
+		if (schedq_enabled && executor_claim_writable(worker, &task))
 		{
 			schedq_wake_unregister();
 			executor_run(&task);

@@ -11,9 +11,10 @@
 SchedqDatabase *schedq_databases = NULL;
 
 const char *const schedq_databases_state_names[] = {
-	[SCHEDULER_NONE] = "stopped",	 [SCHEDULER_STARTING] = "starting",
-	[SCHEDULER_IDLE] = "idle",		 [SCHEDULER_PROMOTING] = "promoting",
-	[SCHEDULER_REAPING] = "reaping", [SCHEDULER_DISABLED] = "disabled",
+	[SCHEDULER_NONE] = "stopped",		 [SCHEDULER_STARTING] = "starting",
+	[SCHEDULER_IDLE] = "idle",			 [SCHEDULER_PROMOTING] = "promoting",
+	[SCHEDULER_REAPING] = "reaping",	 [SCHEDULER_DISABLED] = "disabled",
+	[SCHEDULER_READ_ONLY] = "read-only",
 };
 
 static Size

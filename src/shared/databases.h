@@ -5,8 +5,8 @@
  *
  * Every field is under the schedq LWLock (shared/shm.h).  A slot is
  * created by the launcher or by the backend that runs CREATE EXTENSION;
- * its scheduler fields (pid through sql_workers_wanted) are written by
- * that database's scheduler, no_worker_slot by the launcher, has_schedq by
+ * its scheduler fields (pid through sql_workers_wanted, and read_only)
+ * are written by that database's scheduler, no_worker_slot by the launcher, has_schedq by
  * the scheduler and by the backend that commits CREATE EXTENSION.  The
  * launcher starts a scheduler in every database it has not seen, to learn
  * whether schedq is there: a database waiting for a slot for it may not
@@ -30,7 +30,8 @@ typedef enum SchedqSchedulerState
 	SCHEDULER_IDLE,		 /* sleeping until the next due time */
 	SCHEDULER_PROMOTING, /* in a promotion pass */
 	SCHEDULER_REAPING,	 /* in a reaper pass */
-	SCHEDULER_DISABLED	 /* schedq.enabled is off */
+	SCHEDULER_DISABLED,	 /* schedq.enabled is off */
+	SCHEDULER_READ_ONLY	 /* the server refuses writes: standing aside */
 } SchedqSchedulerState;
 
 typedef struct SchedqDatabase
@@ -49,6 +50,9 @@ typedef struct SchedqDatabase
 										  * worker slot for a scheduler */
 	bool				 has_schedq; /* schedq is installed here, as far as
 									  * a scheduler or CREATE EXTENSION said */
+	bool				 read_only;	 /* the scheduler found the server
+									  * read-only: waiting claims and SQL
+									  * executors give up */
 } SchedqDatabase;
 
 /* The names scheduler_status() shows, by SchedqSchedulerState. */

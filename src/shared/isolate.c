@@ -17,8 +17,9 @@
  * and the error returned instead of raised; the scheduler runs each of
  * its passes so.  schedq_isolate_try is the same for work on rows: what is not a
  * row's fault -- a query cancel, a shutdown request, a lock timeout, a
- * deadlock or serialization failure, all of which pass -- is raised again,
- * for the pass as a whole to be retried.
+ * deadlock or serialization failure, all of which pass, or a server that
+ * refuses writes (read-only: the scheduler then stands aside) -- is raised
+ * again, for the pass as a whole to be retried.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -81,7 +82,8 @@ schedq_isolate_try(SchedqStep step, void *arg)
 		edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
 		edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
 		edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
-		edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE)
+		edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+		edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
 		ReThrowError(edata);
 	return edata->message;
 }

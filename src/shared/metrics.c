@@ -50,6 +50,7 @@ const char *const schedq_metrics_names[SCHEDQ_NUM_METRICS] = {
 	[METRIC_ORPHAN_RUNS_REAPED] = "orphan_runs_reaped",
 	[METRIC_SCHEDULER_LAG_MS] = "scheduler_lag_ms",
 	[METRIC_TASKS_SET_ASIDE] = "tasks_set_aside",
+	[METRIC_READ_ONLY_MS] = "read_only_ms",
 #define METRIC_DECLINE_NAME(sym, name)                                         \
 	[METRIC_DIRECT_DECLINED_##sym] = "direct_declined_" #name,
 	SCHEDQ_DIRECT_DECLINES(METRIC_DECLINE_NAME)

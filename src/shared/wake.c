@@ -40,6 +40,18 @@
  * is still there is for the waiter to ask (api/await.c); the SQL executors
  * never pass a wake-up on.
  *
+ * A waiter gives up with an error (25006) when the server turns read-only
+ * (docs/operations.md#read-only-servers-and-failover): it could claim
+ * nothing there, and after a failover its workers belong on the new
+ * primary.  It learns of it itself -- a reload (SIGHUP) sets its latch,
+ * and it reads the configuration files then rather than after its
+ * statement, so it sees default_transaction_read_only turn on -- or from
+ * its database's scheduler, which marks its slot read-only when writes
+ * are refused for another reason and wakes every waiter of the database
+ * (schedq_wake_all_claimers_now).  It checks before each sleep and after
+ * it (schedq_wake_check_writable): a waiter that registered just after
+ * that wake-up sees the mark before it sleeps.
+ *
  * Every field of a waiter is under the schedq LWLock; its own backend
  * writes the filter (nqueues, queues, caps, needs), wakers write woken,
  * for_task and wake.
@@ -47,14 +59,18 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "base/compat.h"
@@ -106,6 +122,14 @@ static bool			  waiter_registered = false;
  */
 static bool			  waiter_woken = false;
 static SchedqWakeTask waiter_wake;
+
+/*
+ * Of this backend's wait (since its first registration): whether
+ * default_transaction_read_only was on when it began, and whether it has
+ * slept yet.
+ */
+static bool waiter_began_read_only = false;
+static bool waiter_slept = false;
 
 static Size
 wake_shmem_size(void)
@@ -209,6 +233,39 @@ wake_sql_bit(void)
 }
 
 /*
+ * Wake every waiter of this database not woken already.  Caller holds the
+ * schedq LWLock exclusively.
+ */
+static void
+wake_everyone_locked(void)
+{
+	for (int i = 0; i < wake_shared->max_waiters; i++)
+	{
+		SchedqWaiter *w = &wake_shared->waiters[i];
+
+		if (w->dboid != MyDatabaseId || w->woken)
+			continue;
+		w->woken = true;
+		w->for_task = false; /* nothing to pass on */
+		SetLatch(w->latch);
+	}
+}
+
+/*
+ * Wake every waiting claim of this database now, not at a commit: for
+ * the scheduler, when it has marked the database read-only.
+ */
+void
+schedq_wake_all_claimers_now(void)
+{
+	if (wake_shared == NULL || pg_atomic_read_u32(&wake_shared->nwaiters) == 0)
+		return;
+	LWLockAcquire(schedq_shm->lock, LW_EXCLUSIVE);
+	wake_everyone_locked();
+	LWLockRelease(schedq_shm->lock);
+}
+
+/*
  * Wake at most one waiting claim of this database that could take each
  * recorded task (or every waiter, if told to).  Returns whether a task
  * that may be a SQL task found no waiter: then the scheduler should see
@@ -233,16 +290,7 @@ wake_claimers(void)
 	if (wake_everyone)
 	{
 		sql_unclaimed = true;
-		for (int i = 0; i < wake_shared->max_waiters; i++)
-		{
-			SchedqWaiter *w = &wake_shared->waiters[i];
-
-			if (w->dboid != MyDatabaseId || w->woken)
-				continue;
-			w->woken = true;
-			w->for_task = false; /* nothing to pass on */
-			SetLatch(w->latch);
-		}
+		wake_everyone_locked();
 	}
 	else
 	{
@@ -391,6 +439,8 @@ schedq_wake_register(ArrayType *queues, ArrayType *caps, bool only_needing_caps)
 		w->dboid = MyDatabaseId;
 		pg_atomic_fetch_add_u32(&wake_shared->nwaiters, 1);
 		waiter_registered = true;
+		waiter_began_read_only = DefaultXactReadOnly;
+		waiter_slept = false;
 	}
 	waiter_woken = w->woken && w->for_task;
 	if (waiter_woken)
@@ -451,8 +501,65 @@ schedq_wake_unregister(void)
 }
 
 /*
+ * Raise 25006 when this waiter (registered, or about to) can claim
+ * nothing because the server is read-only: its transaction is (a hot
+ * standby, READ ONLY, or default_transaction_read_only on when it began),
+ * default_transaction_read_only has turned on since its wait began (a
+ * reload pending is read first: the backend would otherwise read it only
+ * after its statement), or its database's scheduler has marked the
+ * database read-only (writes refused).  See the file header.
+ */
+void
+schedq_wake_check_writable(void)
+{
+	SchedqDatabase *db;
+	bool			refused;
+	bool			turned;
+	char		   *datname;
+
+	schedq_shm_require_preloaded();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	LWLockAcquire(schedq_shm->lock, LW_SHARED);
+	db = schedq_databases_slot(MyDatabaseId, false);
+	refused = db != NULL && db->read_only;
+	LWLockRelease(schedq_shm->lock);
+	/* before the first registration, a wait that has not begun */
+	turned =
+		waiter_registered && DefaultXactReadOnly && !waiter_began_read_only;
+
+	if (!turned && !refused && !XactReadOnly)
+		return;
+	datname = get_database_name(MyDatabaseId);
+	if (turned || refused)
+		ereport(
+			ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			waiter_registered && waiter_slept ?
+				errmsg("the server became read-only while waiting for a task") :
+				errmsg("cannot wait for a task: the server is read-only"),
+			DefaultXactReadOnly ?
+				errdetail("default_transaction_read_only is on: no task can "
+						  "be claimed here until it is off again.") :
+				errdetail("Writes are refused: the scheduler of database "
+						  "\"%s\" stands aside until they are accepted.",
+						  datname ? datname : "?"),
+			errhint(
+				"Reconnect and wait again: after a failover, to the new primary (target_session_attrs=read-write)."));
+	if (XactReadOnly)
+		ereport(ERROR, errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				errmsg("cannot wait for a task in a read-only transaction"),
+				errdetail("A task that came could not be claimed in it."),
+				errhint("Wait in a read-write transaction, on the primary."));
+}
+
+/*
  * Sleep as a registered waiter until woken or until the deadline.
- * Returns false, without sleeping, once the deadline has passed.
+ * Returns false, without sleeping, once the deadline has passed.  Raises
+ * 25006, before or after sleeping, when the server is read-only
+ * (schedq_wake_check_writable).
  */
 bool
 schedq_wake_sleep(TimestampTz deadline, uint32 wait_event_info)
@@ -463,11 +570,14 @@ schedq_wake_sleep(TimestampTz deadline, uint32 wait_event_info)
 
 	if (timeout_ms <= 0)
 		return false;
+	schedq_wake_check_writable();
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   timeout_ms, wait_event_info);
 	if (rc & WL_LATCH_SET)
 		schedq_metrics_count(METRIC_CLAIM_WAKEUPS, 1);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
+	waiter_slept = true;
+	schedq_wake_check_writable();
 	return true;
 }

@@ -34,10 +34,12 @@ extern void schedq_wake_claimers_at_commit(const char *queue,
 										   int32 priority, TimestampTz run_at,
 										   int64 id);
 extern void schedq_wake_all_claimers_at_commit(void);
+extern void schedq_wake_all_claimers_now(void);
 
 extern void schedq_wake_register(ArrayType *queues, ArrayType *caps,
 								 bool only_needing_caps);
 extern const SchedqWakeTask *schedq_wake_woken_for(void);
+extern void					 schedq_wake_check_writable(void);
 extern bool schedq_wake_sleep(TimestampTz deadline, uint32 wait_event_info);
 extern void schedq_wake_pass_on(void);
 extern void schedq_wake_unregister(void);

@@ -156,8 +156,9 @@ my $said = () = slurp("$dir/b.log") =~ /schedq is not installed/g;
 is($said, 1, '(b) the worker says why once, not at each retry')
   or diag slurp("$dir/b.log");
 
-# Installed again, with the grants and the work grant, in one
-# transaction: a worker sees the functions and its privileges together.
+# Installed again, with the grants and the work grant (schedq.work_grant
+# went with the extension), in one transaction: a worker sees the
+# functions and its privileges together.
 q1(q{BEGIN;
 CREATE EXTENSION schedq;
 GRANT USAGE ON SCHEMA schedq TO app, worker;

@@ -310,7 +310,8 @@ is(join("\n", grep { /level=error/ } split /\n/, slurp_file($log)),
 	'', 'the exporter logged no error');
 my $states = 0;
 $states += value($s, 'schedq_scheduler_state_current', "datname=app1,state=$_") // 0
-  for ('stopped', 'starting', 'idle', 'promoting', 'reaping', 'disabled', 'no worker slot');
+  for ('stopped', 'starting', 'idle', 'promoting', 'reaping', 'disabled', 'read-only',
+	'no worker slot');
 is($states, 1, 'app1: the scheduler is in exactly one state');
 ok(defined value($s, 'schedq_scheduler_lag_seconds', 'datname=app1'),
 	'app1: scheduler lag exposed');

@@ -16,6 +16,9 @@
 #	    has them, and every such heading names a setting;
 #	  - every counter schedq.metrics() returns has its row "| `name` |"
 #	    under "## Metrics", and every such row names one;
+#	  - every state scheduler_status() can show (read from the source) is
+#	    named in its section, and the exporter's state query
+#	    (monitoring/postgres_exporter/queries.yaml) lists exactly those;
 #	  - the README says docs/reference.md is the reference;
 #	  - no file of the repository refers to a file outside it.
 #
@@ -188,6 +191,26 @@ is_deeply([ grep { !$documented{$_} } @names ], [],
 my %is_metric = map { $_ => 1 } @names;
 is_deeply([ grep { !$is_metric{$_} } sort keys %documented ], [],
 	'every metric the reference lists is one metrics() returns');
+
+# Scheduler states: every state scheduler_status() can show (the names
+# of src/shared/databases.c, and 'no worker slot' of src/api/observe.c) is
+# in the reference's section of scheduler_status, and the exporter's
+# state query lists exactly those.
+my ($state_array) = slurp("$top/src/shared/databases.c")
+  =~ /schedq_databases_state_names\[\]\s*=\s*\{(.*?)\};/s;
+my @states = ($state_array // '') =~ /"([^"]+)"/g;
+push @states, 'no worker slot'
+  if slurp("$top/src/api/observe.c") =~ /"no worker slot"/;
+ok((grep { $_ eq 'read-only' } @states) && (grep { $_ eq 'idle' } @states),
+	'the scheduler\'s states are found, read-only among them')
+  or diag 'found: ' . join(', ', @states);
+my $status_doc = $section{'Function schedq.scheduler_status'} // '';
+is_deeply([ grep { index($status_doc, "`$_`") < 0 } @states ], [],
+	'every scheduler state is in the reference\'s scheduler_status');
+my ($exported) = slurp("$top/monitoring/postgres_exporter/queries.yaml")
+  =~ /FROM \(VALUES (.*?)\) k\(state\)/s;
+is_deeply([ sort(($exported // '') =~ /\('([^']+)'\)/g) ], [ sort @states ],
+	'the exporter\'s state query lists every scheduler state');
 
 $node->stop;
 
