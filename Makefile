@@ -72,7 +72,7 @@ ifneq ($(filter check,$(MAKECMDGOALS)),)
 check:
 	$(MAKE) PG_CONFIG="$(PG_CONFIG)" WERROR=1 all install
 	@$(MAKE) --no-print-directory PG_CONFIG="$(PG_CONFIG)" examples-deps || \
-		echo "make check: the Node.js example's packages could not be installed; its test will be skipped"
+		echo "make check: the Node.js packages (examples/node, test/web) could not be installed; their tests will be skipped"
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
 
@@ -164,12 +164,19 @@ bench-examples: all install examples-deps
 # The packages of the example workers that are not Debian's: the Node.js
 # example's, pinned by its lockfile (npm ci), installed again only when the
 # lockfile changes.  Needs npm, and the npm registry unless npm's cache has
-# them.  test/t/051_example_node.pl skips the example without them.
+# them.  test/t/051_example_node.pl skips the example without them, and
+# test/t/056_web_console.pl the console without its own.
 .PHONY: examples-deps
-examples-deps: examples/node/node_modules/.package-lock.json
+examples-deps: examples/node/node_modules/.package-lock.json \
+	test/web/node_modules/.package-lock.json
 
 examples/node/node_modules/.package-lock.json: examples/node/package.json examples/node/package-lock.json
 	cd examples/node && npm ci --prefer-offline --no-audit --no-fund
+
+# The console's test (test/t/056_web_console.pl): playwright-core, which
+# drives Debian's chromium; pinned by its lockfile.
+test/web/node_modules/.package-lock.json: test/web/package.json test/web/package-lock.json
+	cd test/web && npm ci --prefer-offline --no-audit --no-fund
 
 .PHONY: format format-check
 format:
@@ -229,7 +236,7 @@ dist: dist-version
 # server headers are installed (PG_SUPPORTED_VERSIONS=installed), and
 # debian/control is made for them (PG_UPDATECONTROL).
 # Needs devscripts' and debhelper's tools, postgresql-server-dev-all,
-# libpq-dev and libncurses-dev (.ci/run installs them).
+# libpq-dev, libncurses-dev and libmicrohttpd-dev (.ci/run installs them).
 deb: dist-version
 	@upstream=$$(dpkg-parsechangelog -S Version | sed 's/-[^-]*$$//'); \
 	test "$$upstream" = "$(DIST_VERSION)" || \

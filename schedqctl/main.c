@@ -199,6 +199,17 @@ static const CtlCommand commands[] = {
 	  "with the rate of tasks done per second and a sparkline of it per\n"
 	  "queue.  Up, Down, PgUp, PgDn, Home and End scroll; q quits.\n\n"
 	  "  --interval=SECONDS  refresh interval (1)\n" CONN_HELP },
+	{ "web", ctl_web_command, "serve a live console in a browser",
+	  "usage: schedqctl web [options]\n"
+	  "Serve a console of the queues, tasks, workflows, schedules, gates and\n"
+	  "workers over HTTP, live.  A browser signs in with a PostgreSQL role and\n"
+	  "its password; the console connects as that role, whose privileges\n"
+	  "decide what it sees and may do.  Stops at SIGINT or SIGTERM.\n\n"
+	  "  --listen=HOST:PORT  address to listen on (127.0.0.1:8080)\n"
+	  "  --read-only         offer no action, and refuse any\n"
+	  "  --no-sign-in        with --read-only: no sign-in, connect as -d says\n"
+	  "  --tls-cert=FILE     serve HTTPS with this certificate (PEM) ...\n"
+	  "  --tls-key=FILE      ... and this key\n" CONN_HELP },
 	{ NULL, NULL, NULL, NULL }
 };
 

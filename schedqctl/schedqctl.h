@@ -32,6 +32,7 @@
  *		status.c	ctl_status_		status, and the tables top draws
  *		top.c		ctl_top_		top
  *		worker*.c	ctl_worker*_	the worker command (see worker.h)
+ *		web*.c		ctl_web*_		the web command, a console (see web.h)
  *-------------------------------------------------------------------------
  */
 #ifndef SCHEDQCTL_H
@@ -167,5 +168,8 @@ extern int ctl_top_command(int argc, char **argv);
 
 /* worker.c */
 extern int ctl_worker_command(int argc, char **argv);
+
+/* web.c */
+extern int ctl_web_command(int argc, char **argv);
 
 #endif /* SCHEDQCTL_H */

@@ -79,7 +79,7 @@ is( $out,
 	my $page = PostgreSQL::Test::Utils::slurp_file($man);
 	($rc, $out, $err) = ctl($node, 'app', 'help', { nod => 1 });
 	my @commands = $out =~ /^  ([a-z-]+) {2,}\S/mg;
-	is(scalar @commands, 18, 'help lists eighteen commands');
+	is(scalar @commands, 19, 'help lists nineteen commands');
 	my (@nosection, @nooption);
 	for my $c (@commands)
 	{

@@ -5,7 +5,7 @@
 #
 #	  Files: README.md, SECURITY.md, CONTRIBUTING.md, every tracked file
 #	  under docs/ and examples/ (but for examples/node's lockfile and
-#	  node_modules), test/README.md, test/bench/README.md, and
+#	  node_modules; images are not text), test/README.md, test/bench/README.md, and
 #	  schedqctl/schedqctl.1.  Not CHANGELOG.md.
 #
 #	  What it looks for, case-insensitively:
@@ -45,6 +45,7 @@ my @files = sort grep {
 		  || $f =~ m{^examples/})
 	  && $f !~ m{(^|/)node_modules/}
 	  && $f !~ m{package-lock\.json$}
+	  && $f !~ m{\.png$}
 } tracked_files();
 ok(scalar(grep { $_ eq 'README.md' } @files), 'README.md is checked');
 ok(scalar(grep { m{^docs/guide/} } @files) >= 5, 'the guide is checked');
