@@ -640,7 +640,8 @@ CREATE FUNCTION schedq.schedule_sql(name text, schedule text, command text,
 									enabled boolean DEFAULT true,
 									priority integer DEFAULT 0,
 									max_attempts integer DEFAULT 5,
-									timeout interval DEFAULT NULL)
+									timeout interval DEFAULT NULL,
+									lock_key text DEFAULT NULL)
 RETURNS text
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_schedule_sql';

@@ -272,9 +272,11 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 	/*
 	 * Vixie cron's rule, also pg_cron's: a day field written with a leading
 	 * star (a star alone or with a step) leaves the other day field to
-	 * decide alone; when neither starts with a star, either matches.
+	 * decide alone; when neither starts with a star (nor takes every day),
+	 * either matches.
 	 */
-	s->day_or = fields[f - 3][0] != '*' && fields[f - 1][0] != '*';
+	s->day_or = !s->mday_any && !s->wday_any && fields[f - 3][0] != '*' &&
+				fields[f - 1][0] != '*';
 	schedq_cron_set_all_years(s);
 }
 

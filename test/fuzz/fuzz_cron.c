@@ -385,6 +385,8 @@ check_parse_error(void)
 static void
 check_schedule(const SchedqSchedule *s)
 {
+	if (s->reboot)
+		return;
 	if (s->every)
 	{
 		if (s->every_usecs < USECS_PER_SEC)
@@ -397,8 +399,6 @@ check_schedule(const SchedqSchedule *s)
 		fail("minutes bitmap %llx", (unsigned long long) s->minutes);
 	if (s->hours == 0 || (s->hours >> 24) != 0)
 		fail("hours bitmap %x", s->hours);
-	if (s->reboot)
-		return;
 	if ((s->mdays == 0 && !s->mday_last) || (s->mdays & 1) != 0)
 		fail("days of month bitmap %x", s->mdays);
 	if (s->months == 0 || (s->months & ~UINT32_C(0x1FFE)) != 0)
