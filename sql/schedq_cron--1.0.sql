@@ -12,6 +12,11 @@
 -- the exclusive key cron.job.<jobid> (never twice at once).
 --
 
+-- pg_cron's schema: made here, so that it goes with the extension (and
+-- CREATE EXTENSION fails where pg_cron's schema cron is).
+CREATE SCHEMA cron;
+COMMENT ON SCHEMA cron IS 'schedq_cron: pg_cron''s SQL API on schedq';
+
 CREATE SEQUENCE cron.jobid_seq;
 
 CREATE TABLE cron.job (
@@ -53,6 +58,13 @@ SELECT pg_catalog.pg_extension_config_dump('cron.job', '');
 SELECT pg_catalog.pg_extension_config_dump('cron.job_options', '');
 SELECT pg_catalog.pg_extension_config_dump('cron.jobid_seq', '');
 
+-- Errors as pg_cron raises them: its messages and hints, no context.
+CREATE FUNCTION cron._error(sqlstate text, message text, detail text DEFAULT NULL,
+							hint text DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS '$libdir/schedq', 'schedq_cron_raise_error';
+
 --
 -- Schedules: pg_cron's forms as schedq's.
 --
@@ -63,10 +75,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	m text[];
+	fields text[];
 	detail text;
 BEGIN
 	IF schedule IS NULL THEN
-		RAISE EXCEPTION 'schedule can not be NULL';
+		PERFORM cron._error('22004', 'schedule can not be NULL', NULL, NULL);
 	END IF;
 	-- pg_cron's interval form: "[1-59] seconds", counted on a grid
 	m := regexp_match(schedule, '^\s*([0-9]{1,2})\s*seconds?\s*$', 'i');
@@ -79,14 +92,19 @@ BEGIN
 	ELSE
 		BEGIN
 			PERFORM schedq._next_run(schedule, 'UTC', now());
-			RETURN schedule;
+			-- pg_cron's steps stop below a field's highest value (*/60)
+			fields := regexp_split_to_array(btrim(schedule), '\s+');
+			IF cardinality(fields) <> 5 OR NOT EXISTS (
+				SELECT 1 FROM unnest(fields, ARRAY[59, 23, 31, 12, 7]) AS f(field, high),
+							  regexp_matches(f.field, '/([0-9]+)', 'g') AS s(step)
+				 WHERE s.step[1]::numeric > f.high) THEN
+				RETURN schedule;
+			END IF;
 		EXCEPTION WHEN invalid_parameter_value THEN
 			GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
 		END;
 	END IF;
-	RAISE EXCEPTION 'invalid schedule: %', schedule
-		USING ERRCODE = 'invalid_parameter_value', DETAIL = detail,
-			  HINT = 'Use cron format (e.g. 5 4 * * *), or interval format ''[1-59] seconds''';
+	PERFORM cron._error('22023', format('invalid schedule: %s', schedule), NULL, 'Use cron format (e.g. 5 4 * * *), or interval format ''[1-59] seconds''');
 END
 $$;
 
@@ -123,9 +141,7 @@ BEGIN
 	END IF;
 	pname := 'cron.job.' || NEW.jobid;
 	IF NEW.database <> current_database() THEN
-		RAISE EXCEPTION 'job % is for database "%": schedq_cron runs the jobs of the database it is installed in', NEW.jobid, NEW.database
-			USING ERRCODE = 'feature_not_supported',
-				  HINT = format('Install schedq and schedq_cron in database "%s" and schedule the job there.', NEW.database);
+		PERFORM cron._error('0A000', format('job %s is for database "%s": schedq_cron runs the jobs of the database it is installed in', NEW.jobid, NEW.database), NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', NEW.database));
 	END IF;
 	SELECT coalesce(jo.priority, 0) AS priority, coalesce(jo.max_attempts, 1) AS max_attempts,
 		   jo.timeout INTO o
@@ -176,12 +192,10 @@ DECLARE
 BEGIN
 	SELECT rolcanlogin INTO can_login FROM pg_roles WHERE rolname = username;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'role "%" does not exist', username USING ERRCODE = 'undefined_object';
+		PERFORM cron._error('42704', format('role "%s" does not exist', username), NULL, NULL);
 	END IF;
 	IF NOT can_login THEN
-		RAISE EXCEPTION 'role "%" can not log in', username
-			USING ERRCODE = 'invalid_authorization_specification',
-				  DETAIL = 'Jobs may only be run by roles that have the LOGIN attribute.';
+		PERFORM cron._error('28000', format('role "%s" can not log in', username), 'Jobs may only be run by roles that have the LOGIN attribute.', NULL);
 	END IF;
 END
 $$;
@@ -193,11 +207,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = database) THEN
-		RAISE EXCEPTION 'database "%" does not exist', database USING ERRCODE = 'invalid_catalog_name';
+		PERFORM cron._error('3D000', format('database "%s" does not exist', database), NULL, NULL);
 	END IF;
 	IF NOT has_database_privilege(username, database, 'CONNECT') THEN
-		RAISE EXCEPTION 'User % does not have CONNECT privilege on %', username, database
-			USING ERRCODE = 'insufficient_privilege';
+		PERFORM cron._error('42501', format('User %s does not have CONNECT privilege on %s', username, database), NULL, NULL);
 	END IF;
 END
 $$;
@@ -214,7 +227,7 @@ DECLARE
 	id bigint;
 BEGIN
 	IF command IS NULL THEN
-		RAISE EXCEPTION 'command can not be NULL';
+		PERFORM cron._error('22004', 'command can not be NULL', NULL, NULL);
 	END IF;
 	PERFORM cron._schedq_schedule(schedule);
 	INSERT INTO cron.job (schedule, command) VALUES ($1, $2) RETURNING jobid INTO id;
@@ -232,10 +245,10 @@ DECLARE
 	id bigint;
 BEGIN
 	IF job_name IS NULL THEN
-		RAISE EXCEPTION 'job_name can not be NULL';
+		PERFORM cron._error('22004', 'job_name can not be NULL', NULL, NULL);
 	END IF;
 	IF command IS NULL THEN
-		RAISE EXCEPTION 'command can not be NULL';
+		PERFORM cron._error('22004', 'command can not be NULL', NULL, NULL);
 	END IF;
 	PERFORM cron._schedq_schedule(schedule);
 	INSERT INTO cron.job (jobname, schedule, command) VALUES ($1, $2, $3)
@@ -259,16 +272,15 @@ DECLARE
 	who text := coalesce(username, CURRENT_USER);
 BEGIN
 	IF job_name IS NULL THEN
-		RAISE EXCEPTION 'job_name can not be NULL';
+		PERFORM cron._error('22004', 'job_name can not be NULL', NULL, NULL);
 	END IF;
 	IF command IS NULL THEN
-		RAISE EXCEPTION 'command can not be NULL';
+		PERFORM cron._error('22004', 'command can not be NULL', NULL, NULL);
 	END IF;
 	PERFORM cron._schedq_schedule(schedule);
 	IF username IS NOT NULL THEN
 		IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = CURRENT_USER) THEN
-			RAISE EXCEPTION 'must be superuser to create a job for another role'
-				USING ERRCODE = 'insufficient_privilege';
+			PERFORM cron._error('42501', 'must be superuser to create a job for another role', NULL, NULL);
 		END IF;
 		PERFORM cron._check_username(username);
 	END IF;
@@ -292,12 +304,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	IF job_id IS NULL THEN
-		RAISE EXCEPTION 'job_id can not be NULL';
+		PERFORM cron._error('22004', 'job_id can not be NULL', NULL, NULL);
 	END IF;
 	DELETE FROM cron.job WHERE jobid = job_id;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'could not find valid entry for job %', job_id
-			USING ERRCODE = 'undefined_object';
+		PERFORM cron._error('42704', format('could not find valid entry for job %s', job_id), NULL, NULL);
 	END IF;
 	RETURN true;
 END
@@ -311,12 +322,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	IF job_name IS NULL THEN
-		RAISE EXCEPTION 'job_name can not be NULL';
+		PERFORM cron._error('22004', 'job_name can not be NULL', NULL, NULL);
 	END IF;
 	DELETE FROM cron.job WHERE jobname = job_name AND username = CURRENT_USER;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'could not find valid entry for job ''%''', job_name
-			USING ERRCODE = 'undefined_object';
+		PERFORM cron._error('42704', format('could not find valid entry for job ''%s''', job_name), NULL, NULL);
 	END IF;
 	RETURN true;
 END
@@ -334,12 +344,11 @@ DECLARE
 	who text := coalesce(username, CURRENT_USER);
 BEGIN
 	IF job_id IS NULL THEN
-		RAISE EXCEPTION 'job_id can not be NULL';
+		PERFORM cron._error('22004', 'job_id can not be NULL', NULL, NULL);
 	END IF;
 	IF username IS NOT NULL THEN
 		IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = CURRENT_USER) THEN
-			RAISE EXCEPTION 'must be superuser to alter username'
-				USING ERRCODE = 'insufficient_privilege';
+			PERFORM cron._error('42501', 'must be superuser to alter username', NULL, NULL);
 		END IF;
 		PERFORM cron._check_username(username);
 	END IF;
@@ -350,8 +359,7 @@ BEGIN
 		PERFORM cron._schedq_schedule(schedule);
 	END IF;
 	IF num_nonnulls(schedule, command, database, username, active) = 0 THEN
-		RAISE EXCEPTION 'no updates specified'
-			USING HINT = 'You must specify at least one job attribute to change when calling alter_job';
+		PERFORM cron._error('22023', 'no updates specified', NULL, 'You must specify at least one job attribute to change when calling alter_job');
 	END IF;
 	UPDATE cron.job j
 	   SET schedule = coalesce(alter_job.schedule, j.schedule),
@@ -361,8 +369,7 @@ BEGIN
 		   active = coalesce(alter_job.active, j.active)
 	 WHERE j.jobid = job_id;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'Job % does not exist or you don''t own it', job_id
-			USING ERRCODE = 'undefined_object';
+		PERFORM cron._error('42704', format('Job %s does not exist or you don''t own it', job_id), NULL, NULL);
 	END IF;
 END
 $$;
@@ -382,11 +389,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	IF job_id IS NULL THEN
-		RAISE EXCEPTION 'job_id can not be NULL';
+		PERFORM cron._error('22004', 'job_id can not be NULL', NULL, NULL);
 	END IF;
 	IF NOT EXISTS (SELECT 1 FROM cron.job WHERE jobid = job_id) THEN
-		RAISE EXCEPTION 'Job % does not exist or you don''t own it', job_id
-			USING ERRCODE = 'undefined_object';
+		PERFORM cron._error('42704', format('Job %s does not exist or you don''t own it', job_id), NULL, NULL);
 	END IF;
 	INSERT INTO cron.job_options AS o (jobid, timezone, priority, max_attempts, timeout)
 	VALUES (job_id, timezone, coalesce(priority, 0), coalesce(max_attempts, 1), timeout)
@@ -406,13 +412,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	IF job_id IS NULL THEN
-		RAISE EXCEPTION 'job_id can not be NULL';
+		PERFORM cron._error('22004', 'job_id can not be NULL', NULL, NULL);
 	END IF;
 	PERFORM set_config('cron.run_now', job_id::text, true);
 	UPDATE cron.job SET active = active WHERE jobid = job_id;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'Job % does not exist or you don''t own it', job_id
-			USING ERRCODE = 'undefined_object';
+		PERFORM cron._error('42704', format('Job %s does not exist or you don''t own it', job_id), NULL, NULL);
 	END IF;
 	PERFORM set_config('cron.run_now', '', true);
 END
@@ -474,11 +479,10 @@ DECLARE
 	other integer := 0;
 BEGIN
 	IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = CURRENT_USER) THEN
-		RAISE EXCEPTION 'must be superuser to import pg_cron''s jobs'
-			USING ERRCODE = 'insufficient_privilege';
+		PERFORM cron._error('42501', 'must be superuser to import pg_cron''s jobs', NULL, NULL);
 	END IF;
 	IF start_after IS NOT NULL AND NOT isfinite(start_after) THEN
-		RAISE EXCEPTION 'start_after must be finite' USING ERRCODE = 'invalid_parameter_value';
+		PERFORM cron._error('22023', 'start_after must be finite', NULL, NULL);
 	END IF;
 	FOR r IN EXECUTE format('SELECT jobid, schedule, command, database, username, active, jobname'
 							' FROM %s ORDER BY jobid', source)
