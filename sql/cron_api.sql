@@ -73,9 +73,11 @@ SELECT cron.schedule_in_database('x', '* * * * *', 'SELECT 1', 'template1', 'cro
 SELECT cron.schedule_in_database('x', '* * * * *', 'SELECT 1', current_database(), 'cron_nologin');
 \set VERBOSITY terse
 
+-- a job starts with the search_path its user would get in a session here
+ALTER ROLE cron_alice IN DATABASE regression SET search_path = app, public;
 -- a superuser schedules for another role: the job runs as that role
 SELECT cron.schedule_in_database('alices', '0 6 * * *', 'SELECT 6', current_database(), 'cron_alice') AS alices \gset
-SELECT owner FROM schedq.periodic WHERE name = 'cron.job.' || :alices;
+SELECT owner, payload->>'command' AS command FROM schedq.periodic WHERE name = 'cron.job.' || :alices;
 
 -- row-level ownership: a role sees and changes only its jobs
 SET ROLE cron_bob;
@@ -133,5 +135,6 @@ DELETE FROM cron.job;
 SELECT count(*) FROM schedq.periodic;
 DROP EXTENSION schedq_cron;
 SELECT count(*) FROM pg_namespace WHERE nspname = 'cron';
+ALTER ROLE cron_alice IN DATABASE regression RESET search_path;
 DROP OWNED BY cron_alice, cron_bob;
 DROP ROLE cron_alice, cron_bob, cron_nologin;

@@ -118,6 +118,36 @@ AS $$
 					nullif(current_setting('cron.timezone', true), ''), 'GMT')
 $$;
 
+-- The search_path a job starts with: what a session of its user in this
+-- database would get (ALTER ROLE ... IN DATABASE, ALTER ROLE, ALTER
+-- DATABASE, the server's default), as pg_cron's job sessions have it.
+-- schedq's SQL executor starts commands with pg_catalog, pg_temp: the job's
+-- command is run after a SET of this.
+CREATE FUNCTION cron._search_path(username text)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(
+		(SELECT substr(c, length('search_path=') + 1)
+		   FROM pg_db_role_setting s, unnest(s.setconfig) WITH ORDINALITY AS u(c, n)
+		  WHERE c LIKE 'search_path=%'
+			AND s.setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = $1))
+			AND s.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))
+		  ORDER BY s.setrole = 0, s.setdatabase = 0
+		  LIMIT 1),
+		(SELECT boot_val FROM pg_settings WHERE name = 'search_path'))
+$$;
+
+-- The command schedq runs for a job, and back.
+CREATE FUNCTION cron._command(username text, command text)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT format('SET search_path = %s; %s', cron._search_path($1), $2)
+$$;
+
 --
 -- The trigger that keeps schedq's periodic tasks as cron.job says.  It runs
 -- as the extension's owner: the row it is given passed cron.job's row
@@ -146,7 +176,8 @@ BEGIN
 	SELECT coalesce(jo.priority, 0) AS priority, coalesce(jo.max_attempts, 1) AS max_attempts,
 		   jo.timeout INTO o
 	  FROM (SELECT 1) one LEFT JOIN cron.job_options jo ON jo.jobid = NEW.jobid;
-	PERFORM schedq.schedule_sql(pname, cron._schedq_schedule(NEW.schedule), NEW.command,
+	PERFORM schedq.schedule_sql(pname, cron._schedq_schedule(NEW.schedule),
+								cron._command(NEW.username, NEW.command),
 								timezone => cron._timezone(NEW.jobid),
 								enabled => NEW.active, priority => o.priority,
 								max_attempts => o.max_attempts, timeout => o.timeout,
@@ -433,7 +464,8 @@ SELECT j.jobid,
 	   NULL::integer AS job_pid,
 	   pg_catalog.current_database()::text AS database,
 	   t.owner::text AS username,
-	   t.payload OPERATOR(pg_catalog.->>) 'command' AS command,
+	   pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
+								 '^SET search_path = [^;]*; ', '') AS command,
 	   CASE t.status WHEN 'running' THEN 'running' WHEN 'done' THEN 'succeeded'
 			WHEN 'failed' THEN 'failed' WHEN 'canceled' THEN 'failed'
 			WHEN 'skipped' THEN 'failed' ELSE 'starting' END AS status,
