@@ -36,6 +36,7 @@
 
 #include "base/compat.h"
 #include "base/cron.h"
+#include "base/cron_field.h"
 #include "base/cron_systemd.h"
 
 /* Seconds from 1970-01-01 to 2000-01-01. */
@@ -47,182 +48,6 @@
 static const char *const month_names[] = { "jan", "feb", "mar", "apr", "may",
 										   "jun", "jul", "aug", "sep", "oct",
 										   "nov", "dec", NULL };
-const char *const schedq_cron_wday_names[] = { "sun", "mon", "tue", "wed",
-											   "thu", "fri", "sat", NULL };
-static const char *const wday_long_names[] = { "sunday",   "monday",
-											   "tuesday",  "wednesday",
-											   "thursday", "friday",
-											   "saturday", NULL };
-
-void
-schedq_cron_error(const char *text, const char *detail)
-{
-	ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			errmsg("invalid schedule \"%s\"", text), errdetail("%s", detail));
-}
-
-/*
- * Read a number or a name at *p.  names, if given, map (case-insensitive)
- * to name_base + index.  Returns false when there is neither.
- */
-bool
-schedq_cron_read_value(const char **p, const char *const *names, int name_base,
-					   int *value)
-{
-	const char *s = *p;
-
-	if (isdigit((unsigned char) *s))
-	{
-		int v = 0;
-
-		while (isdigit((unsigned char) *s))
-		{
-			if (v > 100000)
-				return false;
-			v = v * 10 + (*s++ - '0');
-		}
-		*value = v;
-		*p = s;
-		return true;
-	}
-	if (names != NULL && isalpha((unsigned char) *s))
-	{
-		const char *e = s;
-		char		word[16];
-		int			len;
-
-		while (isalpha((unsigned char) *e))
-			e++;
-		len = e - s;
-		if (len >= (int) sizeof(word))
-			return false;
-		for (int i = 0; i < len; i++)
-			word[i] = tolower((unsigned char) s[i]);
-		word[len] = '\0';
-		for (int i = 0; names[i] != NULL; i++)
-			if (strcmp(word, names[i]) == 0)
-			{
-				*value = name_base + i;
-				*p = e;
-				return true;
-			}
-		if (names == schedq_cron_wday_names)
-			for (int i = 0; wday_long_names[i] != NULL; i++)
-				if (strcmp(word, wday_long_names[i]) == 0)
-				{
-					*value = i;
-					*p = e;
-					return true;
-				}
-	}
-	return false;
-}
-
-/*
- * Parse one field into a bitmap of [lo, hi] values.  range is "-" (cron)
- * or ".." (systemd).  Returns false on a syntax error, with *why set.
- */
-bool
-schedq_cron_parse_field(const char *field, int lo, int hi,
-						const char *const *names, int name_base,
-						const char *range, uint64 *bits, bool *any,
-						const char **why)
-{
-	const char *p = field;
-
-	*bits = 0;
-	*any = false;
-	if (*p == '\0')
-	{
-		*why = "a field is empty";
-		return false;
-	}
-	for (;;)
-	{
-		int	 a, b, step = 1;
-		bool star = false;
-
-		if (*p == '*')
-		{
-			star = true;
-			a = lo;
-			b = hi;
-			p++;
-		}
-		else
-		{
-			if (!schedq_cron_read_value(&p, names, name_base, &a))
-			{
-				*why = "a value is not a number or a known name";
-				return false;
-			}
-			b = a;
-			if (strncmp(p, range, strlen(range)) == 0)
-			{
-				p += strlen(range);
-				if (!schedq_cron_read_value(&p, names, name_base, &b))
-				{
-					*why = "a range has no end";
-					return false;
-				}
-			}
-		}
-		if (*p == '/')
-		{
-			p++;
-			if (!schedq_cron_read_value(&p, NULL, 0, &step) || step <= 0 ||
-				step > hi - lo + 1)
-			{
-				*why = psprintf("a step must be between 1 and %d", hi - lo + 1);
-				return false;
-			}
-			if (!star && b == a)
-				b = hi; /* n/s: from n to the end */
-		}
-		/* weekday 7 is Sunday, as 0 */
-		if (names == schedq_cron_wday_names && hi == 7)
-		{
-			if (a > 7 || b > 7)
-			{
-				*why = "a weekday must be between 0 and 7";
-				return false;
-			}
-		}
-		if (a < lo || b > hi || a > hi || b < lo)
-		{
-			*why = psprintf("a value is out of range %d to %d", lo, hi);
-			return false;
-		}
-		if (a > b)
-		{
-			*why = "a range must not end before it starts";
-			return false;
-		}
-		if (star && step == 1)
-			*any = true;
-		for (int v = a; v <= b; v += step)
-			*bits |= UINT64CONST(1) << (v - lo);
-		if (*p == ',')
-		{
-			p++;
-			continue;
-		}
-		if (*p != '\0')
-		{
-			*why = "unexpected characters in a field";
-			return false;
-		}
-		return true;
-	}
-}
-
-void
-schedq_cron_set_all_years(SchedqSchedule *s)
-{
-	for (int i = 0; i < 4; i++)
-		s->years[i] = ~UINT64CONST(0);
-}
-
 /*
  * Parse a classic cron expression of 5 or 6 fields.
  */
@@ -236,18 +61,18 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 
 	if (n == 6)
 	{
-		if (!schedq_cron_parse_field(fields[f++], 0, 59, NULL, 0, "-",
+		if (!schedq_cron_field_parse(fields[f++], 0, 59, NULL, 0, "-",
 									 &s->seconds, &any, &why))
-			schedq_cron_error(text, psprintf("Seconds: %s.", why));
+			schedq_cron_field_error(text, psprintf("Seconds: %s.", why));
 	}
 	else
 		s->seconds = 1; /* at second 0 */
-	if (!schedq_cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->minutes,
+	if (!schedq_cron_field_parse(fields[f++], 0, 59, NULL, 0, "-", &s->minutes,
 								 &any, &why))
-		schedq_cron_error(text, psprintf("Minutes: %s.", why));
-	if (!schedq_cron_parse_field(fields[f++], 0, 23, NULL, 0, "-", &bits, &any,
+		schedq_cron_field_error(text, psprintf("Minutes: %s.", why));
+	if (!schedq_cron_field_parse(fields[f++], 0, 23, NULL, 0, "-", &bits, &any,
 								 &why))
-		schedq_cron_error(text, psprintf("Hours: %s.", why));
+		schedq_cron_field_error(text, psprintf("Hours: %s.", why));
 	s->hours = (uint32) bits;
 	/* "$", alone, is the last day of the month (as pg_cron's) */
 	if (strcmp(fields[f], "$") == 0)
@@ -256,17 +81,18 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 		bits = 0;
 		f++;
 	}
-	else if (!schedq_cron_parse_field(fields[f++], 1, 31, NULL, 0, "-", &bits,
+	else if (!schedq_cron_field_parse(fields[f++], 1, 31, NULL, 0, "-", &bits,
 									  &s->mday_any, &why))
-		schedq_cron_error(text, psprintf("Day of month: %s.", why));
+		schedq_cron_field_error(text, psprintf("Day of month: %s.", why));
 	s->mdays = (uint32) (bits << 1);
-	if (!schedq_cron_parse_field(fields[f++], 1, 12, month_names, 1, "-", &bits,
+	if (!schedq_cron_field_parse(fields[f++], 1, 12, month_names, 1, "-", &bits,
 								 &any, &why))
-		schedq_cron_error(text, psprintf("Month: %s.", why));
+		schedq_cron_field_error(text, psprintf("Month: %s.", why));
 	s->months = (uint32) (bits << 1);
-	if (!schedq_cron_parse_field(fields[f++], 0, 7, schedq_cron_wday_names, 0,
-								 "-", &bits, &s->wday_any, &why))
-		schedq_cron_error(text, psprintf("Day of week: %s.", why));
+	if (!schedq_cron_field_parse(fields[f++], 0, 7,
+								 schedq_cron_field_wday_names, 0, "-", &bits,
+								 &s->wday_any, &why))
+		schedq_cron_field_error(text, psprintf("Day of week: %s.", why));
 	s->wdays = (uint32) ((bits | (bits >> 7)) & 0x7F);
 
 	/*
@@ -277,7 +103,7 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 	 */
 	s->day_or = !s->mday_any && !s->wday_any && fields[f - 3][0] != '*' &&
 				fields[f - 1][0] != '*';
-	schedq_cron_set_all_years(s);
+	schedq_cron_field_set_all_years(s);
 }
 
 /*
@@ -337,7 +163,7 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 
 	memset(s, 0, sizeof(*s));
 	if (text == NULL)
-		schedq_cron_error("", "The schedule is empty.");
+		schedq_cron_field_error("", "The schedule is empty.");
 
 	/* trim and lower-case macros */
 	while (isspace((unsigned char) *text))
@@ -347,7 +173,7 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 		 i--)
 		copy[i] = '\0';
 	if (copy[0] == '\0')
-		schedq_cron_error(text, "The schedule is empty.");
+		schedq_cron_field_error(text, "The schedule is empty.");
 
 	if (pg_strcasecmp(copy, "@reboot") == 0 ||
 		pg_strcasecmp(copy, "@restart") == 0)
@@ -364,7 +190,7 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 		while (isspace((unsigned char) *spec))
 			spec++;
 		if (*spec == '\0')
-			schedq_cron_error(
+			schedq_cron_field_error(
 				text,
 				"@every needs an interval, for example \"@every 15 minutes\".");
 		span = DatumGetIntervalP(
@@ -372,13 +198,13 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 								ObjectIdGetDatum(InvalidOid),
 								Int32GetDatum(-1)));
 		if (span->month != 0)
-			schedq_cron_error(
+			schedq_cron_field_error(
 				text,
 				"@every takes a fixed length: use days, not months or years.");
 		s->every = true;
 		s->every_usecs = schedq_cron_interval_usecs(span);
 		if (s->every_usecs < USECS_PER_SEC)
-			schedq_cron_error(
+			schedq_cron_field_error(
 				text, "@every needs an interval of at least one second.");
 		return;
 	}
@@ -389,14 +215,14 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 			break;
 		}
 	if (copy[0] == '@')
-		schedq_cron_error(
+		schedq_cron_field_error(
 			text,
 			"Unknown macro; the macros are @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @reboot, @restart and @every <interval>.");
 
 	for (p = strtok(copy, " \t\r\n"); p != NULL; p = strtok(NULL, " \t\r\n"))
 	{
 		if (n == lengthof(tokens))
-			schedq_cron_error(text, "Too many fields.");
+			schedq_cron_field_error(text, "Too many fields.");
 		tokens[n++] = p;
 	}
 	if (n == 5 || n == 6)
@@ -404,7 +230,7 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 	else if (n >= 1 && n <= 3)
 		schedq_cron_systemd_parse(text, tokens, n, s);
 	else
-		schedq_cron_error(
+		schedq_cron_field_error(
 			text,
 			"A cron expression has 5 fields (or 6 with seconds); a calendar event has weekdays, a date and a time.");
 }

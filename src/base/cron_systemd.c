@@ -8,7 +8,7 @@
 
 #include <ctype.h>
 
-#include "base/cron.h"
+#include "base/cron_field.h"
 #include "base/cron_systemd.h"
 
 /*
@@ -26,12 +26,12 @@ cron_split_parts(const char *text, char *field, char sep, char **parts,
 	while ((p = strchr(p, sep)) != NULL)
 	{
 		if (n == 3)
-			schedq_cron_error(text, too_many);
+			schedq_cron_field_error(text, too_many);
 		*p++ = '\0';
 		parts[n++] = p;
 	}
 	if (n < 2)
-		schedq_cron_error(text, too_few);
+		schedq_cron_field_error(text, too_few);
 	return n;
 }
 
@@ -52,7 +52,7 @@ cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 						 "A date needs at least month-day.");
 	if (n == 3)
 	{
-		schedq_cron_set_all_years(s);
+		schedq_cron_field_set_all_years(s);
 		if (strcmp(parts[0], "*") != 0)
 		{
 			char *y = parts[0];
@@ -64,27 +64,29 @@ cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 				const char *q = y;
 				int			a, b, step = 1;
 
-				if (!schedq_cron_read_value(&q, NULL, 0, &a))
-					schedq_cron_error(text, "Year: a value is not a number.");
+				if (!schedq_cron_field_read_value(&q, NULL, 0, &a))
+					schedq_cron_field_error(text,
+											"Year: a value is not a number.");
 				b = a;
 				if (strncmp(q, "..", 2) == 0)
 				{
 					q += 2;
-					if (!schedq_cron_read_value(&q, NULL, 0, &b))
-						schedq_cron_error(text, "Year: a range has no end.");
+					if (!schedq_cron_field_read_value(&q, NULL, 0, &b))
+						schedq_cron_field_error(text,
+												"Year: a range has no end.");
 				}
 				if (*q == '/')
 				{
 					q++;
-					if (!schedq_cron_read_value(&q, NULL, 0, &step) ||
+					if (!schedq_cron_field_read_value(&q, NULL, 0, &step) ||
 						step <= 0)
-						schedq_cron_error(
+						schedq_cron_field_error(
 							text, "Year: a step must be a positive number.");
 					if (b == a)
 						b = CRON_YEAR_BASE + 255;
 				}
 				if (a < CRON_YEAR_BASE || b > CRON_YEAR_BASE + 255 || a > b)
-					schedq_cron_error(
+					schedq_cron_field_error(
 						text, psprintf("Year: years must be between %d and %d.",
 									   CRON_YEAR_BASE, CRON_YEAR_BASE + 255));
 				for (int v = a; v <= b; v += step)
@@ -96,18 +98,19 @@ cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
 					continue;
 				}
 				if (*q != '\0')
-					schedq_cron_error(text, "Year: unexpected characters.");
+					schedq_cron_field_error(text,
+											"Year: unexpected characters.");
 				break;
 			}
 		}
 	}
-	if (!schedq_cron_parse_field(parts[n - 2], 1, 12, NULL, 0, "..", &bits,
+	if (!schedq_cron_field_parse(parts[n - 2], 1, 12, NULL, 0, "..", &bits,
 								 &any, &why))
-		schedq_cron_error(text, psprintf("Month: %s.", why));
+		schedq_cron_field_error(text, psprintf("Month: %s.", why));
 	s->months = (uint32) (bits << 1);
-	if (!schedq_cron_parse_field(parts[n - 1], 1, 31, NULL, 0, "..", &bits,
+	if (!schedq_cron_field_parse(parts[n - 1], 1, 31, NULL, 0, "..", &bits,
 								 &s->mday_any, &why))
-		schedq_cron_error(text, psprintf("Day: %s.", why));
+		schedq_cron_field_error(text, psprintf("Day: %s.", why));
 	s->mdays = (uint32) (bits << 1);
 }
 
@@ -126,19 +129,19 @@ cron_parse_systemd_time(const char *text, char *time, SchedqSchedule *s)
 	n = cron_split_parts(text, time, ':', parts,
 						 "A time has at most three parts, hour:minute:second.",
 						 "A time needs at least hour:minute.");
-	if (!schedq_cron_parse_field(parts[0], 0, 23, NULL, 0, "..", &bits, &any,
+	if (!schedq_cron_field_parse(parts[0], 0, 23, NULL, 0, "..", &bits, &any,
 								 &why))
-		schedq_cron_error(text, psprintf("Hour: %s.", why));
+		schedq_cron_field_error(text, psprintf("Hour: %s.", why));
 	s->hours = (uint32) bits;
-	if (!schedq_cron_parse_field(parts[1], 0, 59, NULL, 0, "..", &s->minutes,
+	if (!schedq_cron_field_parse(parts[1], 0, 59, NULL, 0, "..", &s->minutes,
 								 &any, &why))
-		schedq_cron_error(text, psprintf("Minute: %s.", why));
+		schedq_cron_field_error(text, psprintf("Minute: %s.", why));
 	if (n == 3)
 	{
 		/* systemd allows fractional seconds; schedq fires on whole ones */
-		if (!schedq_cron_parse_field(parts[2], 0, 59, NULL, 0, "..",
+		if (!schedq_cron_field_parse(parts[2], 0, 59, NULL, 0, "..",
 									 &s->seconds, &any, &why))
-			schedq_cron_error(text, psprintf("Second: %s.", why));
+			schedq_cron_field_error(text, psprintf("Second: %s.", why));
 	}
 	else
 		s->seconds = 1;
@@ -163,7 +166,7 @@ schedq_cron_systemd_parse(const char *text, char **tokens, int n,
 	s->wdays = 0x7F;
 	s->wday_any = true;
 	s->day_or = false;
-	schedq_cron_set_all_years(s);
+	schedq_cron_field_set_all_years(s);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -175,10 +178,10 @@ schedq_cron_systemd_parse(const char *text, char **tokens, int n,
 			uint64		bits;
 
 			if (seen_wday || seen_date || seen_time)
-				schedq_cron_error(text, "Weekdays come first, once.");
-			if (!schedq_cron_parse_field(t, 0, 6, schedq_cron_wday_names, 0,
-										 "..", &bits, &s->wday_any, &why))
-				schedq_cron_error(text, psprintf("Weekdays: %s.", why));
+				schedq_cron_field_error(text, "Weekdays come first, once.");
+			if (!schedq_cron_field_parse(t, 0, 6, schedq_cron_field_wday_names,
+										 0, "..", &bits, &s->wday_any, &why))
+				schedq_cron_field_error(text, psprintf("Weekdays: %s.", why));
 			s->wdays = (uint32) bits;
 			s->wday_any = false;
 			seen_wday = true;
@@ -186,20 +189,20 @@ schedq_cron_systemd_parse(const char *text, char **tokens, int n,
 		else if (strchr(t, ':') != NULL)
 		{
 			if (seen_time)
-				schedq_cron_error(text, "There is more than one time.");
+				schedq_cron_field_error(text, "There is more than one time.");
 			cron_parse_systemd_time(text, t, s);
 			seen_time = true;
 		}
 		else if (strchr(t, '-') != NULL)
 		{
 			if (seen_date || seen_time)
-				schedq_cron_error(text,
-								  "The date comes before the time, once.");
+				schedq_cron_field_error(
+					text, "The date comes before the time, once.");
 			cron_parse_systemd_date(text, t, s);
 			seen_date = true;
 		}
 		else
-			schedq_cron_error(
+			schedq_cron_field_error(
 				text, "A component is neither weekdays, a date nor a time.");
 	}
 }

@@ -6,7 +6,7 @@
 #ifndef SCHEDQ_CRON_SYSTEMD_H
 #define SCHEDQ_CRON_SYSTEMD_H
 
-#include "base/cron.h"
+#include "base/cron_field.h"
 
 extern void schedq_cron_systemd_parse(const char *text, char **tokens, int n,
 									  SchedqSchedule *s);
