@@ -130,10 +130,19 @@ SET ROLE cron_bob;
 SELECT cron.import_pg_cron('pg_temp.pgcron_job');
 RESET ROLE;
 
--- dropping the extension: unschedule the jobs first
-DELETE FROM cron.job;
+-- dropping the extension removes its jobs' schedules; a failed drop keeps them
+SELECT count(*) FROM schedq.periodic;
+BEGIN;
+DROP EXTENSION schedq_cron;
+SELECT count(*) FROM schedq.periodic;
+ROLLBACK;
+SELECT count(*) FROM schedq.periodic;
+SET ROLE cron_bob;
+DROP EXTENSION schedq_cron;
+RESET ROLE;
 SELECT count(*) FROM schedq.periodic;
 DROP EXTENSION schedq_cron;
+SELECT count(*) FROM schedq.periodic;
 SELECT count(*) FROM pg_namespace WHERE nspname = 'cron';
 ALTER ROLE cron_alice IN DATABASE regression RESET search_path;
 DROP OWNED BY cron_alice, cron_bob;
