@@ -37,15 +37,19 @@ ALTER TABLE cron.job ENABLE ROW LEVEL SECURITY;
 CREATE POLICY cron_job_policy ON cron.job
 	USING (username OPERATOR(pg_catalog.=) CURRENT_USER);
 
--- What pg_cron has not: per job time zone, priority, attempts and timeout.
+-- What pg_cron has not: per job time zone, priority, attempts, timeout and
+-- how much of its history to keep.
 CREATE TABLE cron.job_options (
 	jobid bigint PRIMARY KEY REFERENCES cron.job ON DELETE CASCADE ON UPDATE CASCADE,
 	timezone text,
 	priority integer NOT NULL DEFAULT 0,
 	max_attempts integer NOT NULL DEFAULT 1 CHECK (max_attempts >= 1),
-	timeout interval
+	timeout interval,
+	keep_runs integer CHECK (keep_runs >= 0),
+	keep_for interval CHECK (keep_for >= interval '0'),
+	errors_only boolean NOT NULL DEFAULT false
 );
-COMMENT ON TABLE cron.job_options IS 'schedq_cron''s options of a job: time zone, priority, attempts, timeout';
+COMMENT ON TABLE cron.job_options IS 'schedq_cron''s options of a job: time zone, priority, attempts, timeout, history kept';
 ALTER TABLE cron.job_options ENABLE ROW LEVEL SECURITY;
 CREATE POLICY cron_job_options_policy ON cron.job_options
 	USING (EXISTS (SELECT 1 FROM cron.job j
@@ -139,13 +143,48 @@ AS $$
 		(SELECT boot_val FROM pg_settings WHERE name = 'search_path'))
 $$;
 
--- The command schedq runs for a job, and back.
-CREATE FUNCTION cron._command(username text, command text)
+-- The history a job keeps (cron.set_job_options: keep_runs, keep_for,
+-- errors_only): its finished runs past the newest keep_runs, older than
+-- keep_for, and, with errors_only, those that succeeded, go.  Called at the
+-- start of each of the job's runs (see _command), in its transaction, as
+-- the extension's owner; a role may prune only jobs of roles it has the
+-- privileges of (its session's).
+CREATE FUNCTION cron._prune(jobid bigint)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	o cron.job_options;
+	key text := 'cron.job.' || jobid;
+BEGIN
+	SELECT * INTO o FROM cron.job_options jo WHERE jo.jobid = _prune.jobid;
+	IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM cron.job j WHERE j.jobid = _prune.jobid
+								AND pg_has_role(session_user, j.username, 'USAGE')) THEN
+		RETURN;
+	END IF;
+	DELETE FROM schedq.task t
+	 WHERE t.lock_key = key AND t.status IN ('done', 'failed', 'canceled', 'skipped')
+	   AND ((o.errors_only AND t.status = 'done')
+			OR t.finished_at < now() - o.keep_for
+			OR (o.keep_runs IS NOT NULL AND t.id IN (SELECT f.id FROM schedq.task f
+						 WHERE f.lock_key = key
+						   AND f.status IN ('done', 'failed', 'canceled', 'skipped')
+						 ORDER BY f.id DESC OFFSET o.keep_runs)));
+END
+$$;
+
+-- The command schedq runs for a job: its history pruned, if it keeps less
+-- than schedq.retention does, then its search_path, then its command.
+CREATE FUNCTION cron._command(jobid bigint, username text, command text)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT format('SET search_path = %s; %s', cron._search_path($1), $2)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM cron.job_options o WHERE o.jobid = $1
+							 AND (o.keep_runs IS NOT NULL OR o.keep_for IS NOT NULL OR o.errors_only))
+				THEN format('SELECT cron._prune(%s); ', $1) ELSE '' END
+		   || format('SET search_path = %s; %s', cron._search_path($2), $3)
 $$;
 
 --
@@ -177,7 +216,7 @@ BEGIN
 		   jo.timeout INTO o
 	  FROM (SELECT 1) one LEFT JOIN cron.job_options jo ON jo.jobid = NEW.jobid;
 	PERFORM schedq.schedule_sql(pname, cron._schedq_schedule(NEW.schedule),
-								cron._command(NEW.username, NEW.command),
+								cron._command(NEW.jobid, NEW.username, NEW.command),
 								timezone => cron._timezone(NEW.jobid),
 								enabled => NEW.active, priority => o.priority,
 								max_attempts => o.max_attempts, timeout => o.timeout,
@@ -413,7 +452,10 @@ REVOKE ALL ON FUNCTION cron.alter_job FROM PUBLIC;
 CREATE FUNCTION cron.set_job_options(job_id bigint, timezone text DEFAULT NULL,
 									 priority integer DEFAULT NULL,
 									 max_attempts integer DEFAULT NULL,
-									 timeout interval DEFAULT NULL)
+									 timeout interval DEFAULT NULL,
+									 keep_runs integer DEFAULT NULL,
+									 keep_for interval DEFAULT NULL,
+									 errors_only boolean DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -425,16 +467,27 @@ BEGIN
 	IF NOT EXISTS (SELECT 1 FROM cron.job WHERE jobid = job_id) THEN
 		PERFORM cron._error('42704', format('Job %s does not exist or you don''t own it', job_id), NULL, NULL);
 	END IF;
-	INSERT INTO cron.job_options AS o (jobid, timezone, priority, max_attempts, timeout)
-	VALUES (job_id, timezone, coalesce(priority, 0), coalesce(max_attempts, 1), timeout)
+	-- the job's runs call cron._prune: its user needs the schema
+	IF num_nonnulls(keep_runs, keep_for, errors_only) > 0 AND NOT has_schema_privilege(
+			(SELECT j.username FROM cron.job j WHERE j.jobid = job_id), 'cron', 'USAGE') THEN
+		PERFORM cron._error('42501', format('the user of job %s has no USAGE on schema cron', job_id),
+							NULL, 'Its runs keep their history within the limits: GRANT USAGE ON SCHEMA cron to it.');
+	END IF;
+	INSERT INTO cron.job_options AS o (jobid, timezone, priority, max_attempts, timeout,
+									   keep_runs, keep_for, errors_only)
+	VALUES (job_id, timezone, coalesce(priority, 0), coalesce(max_attempts, 1), timeout,
+			keep_runs, keep_for, coalesce(errors_only, false))
 	ON CONFLICT (jobid) DO UPDATE
 	   SET timezone = coalesce(EXCLUDED.timezone, o.timezone),
 		   priority = coalesce(set_job_options.priority, o.priority),
 		   max_attempts = coalesce(set_job_options.max_attempts, o.max_attempts),
-		   timeout = coalesce(EXCLUDED.timeout, o.timeout);
+		   timeout = coalesce(EXCLUDED.timeout, o.timeout),
+		   keep_runs = coalesce(EXCLUDED.keep_runs, o.keep_runs),
+		   keep_for = coalesce(EXCLUDED.keep_for, o.keep_for),
+		   errors_only = coalesce(set_job_options.errors_only, o.errors_only);
 END
 $$;
-COMMENT ON FUNCTION cron.set_job_options IS 'a job''s time zone, priority, attempts (retried with schedq''s back-off) and timeout';
+COMMENT ON FUNCTION cron.set_job_options IS 'a job''s time zone, priority, attempts (retried with schedq''s back-off), timeout and history kept';
 
 CREATE FUNCTION cron.run_job(job_id bigint)
 RETURNS void
@@ -465,7 +518,7 @@ SELECT j.jobid,
 	   pg_catalog.current_database()::text AS database,
 	   t.owner::text AS username,
 	   pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
-								 '^SET search_path = [^;]*; ', '') AS command,
+								 '^(SELECT cron._prune\([0-9]+\); )?SET search_path = [^;]*; ', '') AS command,
 	   CASE t.status WHEN 'running' THEN 'running' WHEN 'done' THEN 'succeeded'
 			WHEN 'failed' THEN 'failed' WHEN 'canceled' THEN 'failed'
 			WHEN 'skipped' THEN 'failed' ELSE 'starting' END AS status,

@@ -16,6 +16,10 @@
 #	  (e) '@reboot' runs once after each start of the server, not before
 #	      and not twice.
 #	  (f) '$': the last day of the month, computed for the job.
+#	  (g) bounded history: a job keeping 3 runs shows at most 4 (the newest
+#	      kept, and the one just ended) after many; one keeping errors only
+#	      shows no succeeded run but the last, and keeps its failures; the
+#	      option needs the job's user to have USAGE on schema cron.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -129,6 +133,30 @@ is(sql(qq{SELECT extract(day FROM (next_run AT TIME ZONE 'GMT') + interval '1 da
 		AND next_run > now() AND next_run < now() + interval '32 days'
 	FROM schedq.periodic WHERE name = 'cron.job.$last'}), 't',
 	'(f) $ is the last day of the month');
+
+# (g)
+my $kept = sql(q{SET ROLE jobber; SELECT cron.schedule('kept', '1 seconds',
+	$$INSERT INTO ticks (job) VALUES ('kept')$$)});
+sql(qq{SET ROLE jobber; SELECT cron.set_job_options($kept, keep_runs => 3)});
+sql(q{CREATE SEQUENCE errs_seq; GRANT USAGE ON SEQUENCE errs_seq TO jobber});
+my $errs = sql(q{SET ROLE jobber; SELECT cron.schedule('errs', '1 seconds',
+	$$SELECT 1 / (nextval('errs_seq') % 2)::int$$)});
+sql(qq{SET ROLE jobber; SELECT cron.set_job_options($errs, errors_only => true, max_attempts => 1)});
+ok(defined poll_until($node, $db, q{SELECT count(*) >= 8 FROM ticks WHERE job = 'kept'}, 't', 30),
+	'(g) the job keeping 3 runs ran 8 times');
+ok(defined poll_until($node, $db, q{SELECT last_value >= 8 FROM errs_seq}, 't', 30),
+	'(g) the errors-only job ran 8 times');
+sql(qq{SELECT cron.alter_job($kept, active => false); SELECT cron.alter_job($errs, active => false)});
+ok(sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $kept}) <= 4,
+	'(g) at most 4 runs of the job keeping 3');
+my ($ok_runs, $failed_runs) = split /\|/, sql(qq{SELECT count(*) FILTER (WHERE status = 'succeeded'),
+	count(*) FILTER (WHERE status = 'failed') FROM cron.job_run_details WHERE jobid = $errs});
+ok($ok_runs <= 1, "(g) errors only: $ok_runs succeeded run shown");
+ok($failed_runs >= 3, "(g) and its $failed_runs failures, every other run");
+sql(q{CREATE ROLE nocron LOGIN});
+my $other = sql(q{SELECT cron.schedule_in_database('other', '@daily', 'SELECT 1', current_database(), 'nocron')});
+my ($rc, $o, $e) = $node->psql($db, qq{SELECT cron.set_job_options($other, keep_runs => 1)});
+like($e, qr/has no USAGE on schema cron/, '(g) the option needs the job\'s user to have USAGE on schema cron');
 
 $node->stop;
 done_testing();
