@@ -130,6 +130,12 @@ SET ROLE cron_bob;
 SELECT cron.import_pg_cron('pg_temp.pgcron_job');
 RESET ROLE;
 
+-- a row written directly that names another database (a restore into a
+-- database of another name): its job runs here
+INSERT INTO cron.job (jobid, schedule, command, database) VALUES (500, '@daily', 'SELECT 500', 'elsewhere');
+SELECT database = current_database() AS here FROM cron.job WHERE jobid = 500;
+SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.500';
+
 -- dropping the extension removes its jobs' schedules; a failed drop keeps them
 SELECT count(*) FROM schedq.periodic;
 BEGIN;

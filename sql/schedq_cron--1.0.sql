@@ -202,6 +202,11 @@ DECLARE
 	o record;
 	run_now text := current_setting('cron.run_now', true);
 BEGIN
+	-- a restore (pg_dump's COPY of cron.job): the schedules come with
+	-- schedq's own data, in the state they were dumped in
+	IF current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s' THEN
+		RETURN NULL;
+	END IF;
 	IF TG_OP IN ('DELETE', 'UPDATE') AND (TG_OP = 'DELETE' OR OLD.jobid <> NEW.jobid) THEN
 		PERFORM schedq.unschedule('cron.job.' || OLD.jobid);
 	END IF;
@@ -209,9 +214,6 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	pname := 'cron.job.' || NEW.jobid;
-	IF NEW.database <> current_database() THEN
-		PERFORM cron._error('0A000', format('job %s is for database "%s": schedq_cron runs the jobs of the database it is installed in', NEW.jobid, NEW.database), NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', NEW.database));
-	END IF;
 	SELECT coalesce(jo.priority, 0) AS priority, coalesce(jo.max_attempts, 1) AS max_attempts,
 		   jo.timeout INTO o
 	  FROM (SELECT 1) one LEFT JOIN cron.job_options jo ON jo.jobid = NEW.jobid;
@@ -234,12 +236,35 @@ REVOKE ALL ON FUNCTION cron._job_changed() FROM PUBLIC;
 CREATE TRIGGER job_changed AFTER INSERT OR UPDATE OR DELETE ON cron.job
 	FOR EACH ROW EXECUTE FUNCTION cron._job_changed();
 
+-- A row written directly (or restored into a database of another name)
+-- naming another database: its job runs here, where its row is.
+CREATE FUNCTION cron._job_database()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NEW.database IS DISTINCT FROM current_database() THEN
+		RAISE NOTICE 'job % names database "%": it runs in "%", where it is', NEW.jobid,
+			NEW.database, current_database();
+		NEW.database := current_database();
+	END IF;
+	RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER job_database BEFORE INSERT OR UPDATE ON cron.job
+	FOR EACH ROW EXECUTE FUNCTION cron._job_database();
+
 CREATE FUNCTION cron._job_options_changed()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	IF current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s' THEN
+		RETURN NULL;
+	END IF;
 	UPDATE cron.job SET active = active
 	 WHERE jobid = (CASE WHEN TG_OP = 'DELETE' THEN OLD.jobid ELSE NEW.jobid END);
 	RETURN NULL;
@@ -281,6 +306,10 @@ BEGIN
 	END IF;
 	IF NOT has_database_privilege(username, database, 'CONNECT') THEN
 		PERFORM cron._error('42501', format('User %s does not have CONNECT privilege on %s', username, database), NULL, NULL);
+	END IF;
+	IF database <> current_database() THEN
+		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
+							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
 	END IF;
 END
 $$;

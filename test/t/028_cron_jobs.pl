@@ -20,6 +20,9 @@
 #	      kept, and the one just ended) after many; one keeping errors only
 #	      shows no succeeded run but the last, and keeps its failures; the
 #	      option needs the job's user to have USAGE on schema cron.
+#	  (h) pg_dump and pg_restore into a database of another name: the
+#	      jobs, their options and their schedules (as dumped) come back,
+#	      the jobs' database is the new one; nothing else fails.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -157,6 +160,22 @@ sql(q{CREATE ROLE nocron LOGIN});
 my $other = sql(q{SELECT cron.schedule_in_database('other', '@daily', 'SELECT 1', current_database(), 'nocron')});
 my ($rc, $o, $e) = $node->psql($db, qq{SELECT cron.set_job_options($other, keep_runs => 1)});
 like($e, qr/has no USAGE on schema cron/, '(g) the option needs the job\'s user to have USAGE on schema cron');
+
+# (h)
+my $dump = PostgreSQL::Test::Utils::tempdir . '/cron.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr($db) ], '(h) pg_dump');
+sql(q{CREATE DATABASE restored});
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), $dump ],
+	'(h) pg_restore into another database, without an error');
+my $jobs_q = q{SELECT string_agg(format('%s %s %s %s %s', jobid, jobname, schedule, username, active), ', ' ORDER BY jobid) FROM cron.job};
+my $sched_q = q{SELECT string_agg(format('%s %s %s %s %s', name, schedule, timezone, owner, enabled), ', ' ORDER BY name)
+	FROM schedq.periodic WHERE name LIKE 'cron.job.%'};
+is($node->safe_psql('restored', $jobs_q), sql($jobs_q), '(h) the jobs come back');
+is($node->safe_psql('restored', $sched_q), sql($sched_q), '(h) their schedules too');
+is($node->safe_psql('restored', q{SELECT count(*) FROM cron.job_options}),
+	sql(q{SELECT count(*) FROM cron.job_options}), '(h) their options too');
+is($node->safe_psql('restored', q{SELECT DISTINCT database FROM cron.job}), 'restored',
+	'(h) in the new database');
 
 $node->stop;
 done_testing();
