@@ -307,10 +307,6 @@ BEGIN
 	IF NOT has_database_privilege(username, database, 'CONNECT') THEN
 		PERFORM cron._error('42501', format('User %s does not have CONNECT privilege on %s', username, database), NULL, NULL);
 	END IF;
-	IF database <> current_database() THEN
-		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
-							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
-	END IF;
 END
 $$;
 
@@ -384,6 +380,10 @@ BEGIN
 		PERFORM cron._check_username(username);
 	END IF;
 	PERFORM cron._check_connect(who, coalesce(database, current_database()));
+	IF coalesce(database, current_database()) <> current_database() THEN
+		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
+							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
+	END IF;
 	INSERT INTO cron.job (jobname, schedule, command, database, username, active)
 	VALUES ($1, $2, $3, coalesce($4, current_database()), who, coalesce($6, true))
 	ON CONFLICT ON CONSTRAINT jobname_username_uniq
@@ -459,6 +459,14 @@ BEGIN
 	END IF;
 	IF num_nonnulls(schedule, command, database, username, active) = 0 THEN
 		PERFORM cron._error('22023', 'no updates specified', NULL, 'You must specify at least one job attribute to change when calling alter_job');
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM cron.job j WHERE j.jobid = job_id
+				   AND (j.username = CURRENT_USER OR (SELECT rolsuper FROM pg_roles WHERE rolname = CURRENT_USER))) THEN
+		PERFORM cron._error('42704', format('Job %s does not exist or you don''t own it', job_id), NULL, NULL);
+	END IF;
+	IF database <> current_database() THEN
+		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
+							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
 	END IF;
 	UPDATE cron.job j
 	   SET schedule = coalesce(alter_job.schedule, j.schedule),
