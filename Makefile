@@ -26,7 +26,7 @@
 #                   make check too; skips without pg_autoctl and the
 #                   pgautofailover extension; see docs/operations.md)
 
-EXTENSION = schedq
+EXTENSION = schedq schedq_cron
 MODULE_big = schedq
 # The source is in layers, one directory each, in this order: a file may
 # call files of its own directory and of the directories after it, never
@@ -34,7 +34,8 @@ MODULE_big = schedq
 SRC_LAYERS = process api pass store shared base
 OBJS = $(patsubst %.c,%.o,$(foreach d,$(SRC_LAYERS),$(sort $(wildcard src/$(d)/*.c))))
 
-DATA = $(wildcard sql/schedq--*.sql)
+# schedq_cron (schedq_cron.control): pg_cron's SQL API on schedq, SQL only
+DATA = $(wildcard sql/schedq--*.sql) $(wildcard sql/schedq_cron--*.sql)
 
 # Warnings are errors in make check and CI (WERROR=1), not for a user
 # building with another compiler or PostgreSQL version.
@@ -47,10 +48,10 @@ endif
 # Suites, run by test/check.sh.  PGXS's REGRESS/ISOLATION variables are not
 # used: its check target refuses extensions, and the suites must run as an
 # unprivileged OS user against throwaway servers with the library preloaded.
-REGRESS_TESTS = install submit claim complete_fail progress manage budgets grants grant_session privileges work_grants bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts complete_and_claim
+REGRESS_TESTS = install submit claim complete_fail progress manage budgets grants grant_session privileges work_grants bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts complete_and_claim cron_api
 ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
 	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race complete_and_claim \
-	repeatable_read work_grant
+	repeatable_read work_grant cron_jobs
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config

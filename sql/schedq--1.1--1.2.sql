@@ -159,3 +159,37 @@ SELECT name, schedule, timezone, enabled, next_run, last_run, last_task_id,
 COMMENT ON VIEW schedq.all_schedules IS 'every role''s schedules, without payload: for monitoring';
 REVOKE ALL ON schedq.all_tasks, schedq.all_queue_stats, schedq.all_worker_status,
 	schedq.all_schedules FROM PUBLIC;
+
+-- schedule_sql takes enabled, priority, max_attempts and timeout (for
+-- schedq_cron's jobs, and anyone's).  A function cannot gain arguments in
+-- place: it is made again, and the roles granted EXECUTE on the old one
+-- keep it.
+DO $$
+DECLARE
+	grantees text[];
+BEGIN
+	SELECT coalesce(array_agg(quote_ident(r.rolname)), '{}') INTO grantees
+	  FROM pg_catalog.pg_proc p,
+		   LATERAL pg_catalog.aclexplode(p.proacl) a
+	  JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+	 WHERE p.oid = 'schedq.schedule_sql(text,text,text,text)'::pg_catalog.regprocedure
+	   AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
+	DROP FUNCTION schedq.schedule_sql(text, text, text, text);
+	CREATE FUNCTION schedq.schedule_sql(name text, schedule text, command text,
+										timezone text DEFAULT 'UTC',
+										enabled boolean DEFAULT true,
+										priority integer DEFAULT 0,
+										max_attempts integer DEFAULT 5,
+										timeout interval DEFAULT NULL,
+										lock_key text DEFAULT NULL)
+	RETURNS text
+	LANGUAGE c VOLATILE
+	AS 'MODULE_PATHNAME', 'schedq_schedule_sql';
+	COMMENT ON FUNCTION schedq.schedule_sql IS 'a periodic SQL command, run by the built-in executor as the role that scheduled it';
+	REVOKE ALL ON FUNCTION schedq.schedule_sql FROM PUBLIC;
+	IF cardinality(grantees) > 0 THEN
+		EXECUTE 'GRANT EXECUTE ON FUNCTION schedq.schedule_sql TO '
+			|| array_to_string(grantees, ', ');
+	END IF;
+END
+$$;

@@ -636,7 +636,12 @@ AS 'MODULE_PATHNAME', 'schedq_schedule';
 COMMENT ON FUNCTION schedq.schedule IS 'create or replace a periodic task by name; returns the name';
 
 CREATE FUNCTION schedq.schedule_sql(name text, schedule text, command text,
-									timezone text DEFAULT 'UTC')
+									timezone text DEFAULT 'UTC',
+									enabled boolean DEFAULT true,
+									priority integer DEFAULT 0,
+									max_attempts integer DEFAULT 5,
+									timeout interval DEFAULT NULL,
+									lock_key text DEFAULT NULL)
 RETURNS text
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_schedule_sql';

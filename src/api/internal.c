@@ -13,6 +13,7 @@
 #include "utils/timestamp.h"
 
 #include "base/cron.h"
+#include "base/cron_start.h"
 #include "pass/periodic.h"
 #include "pass/promote.h"
 #include "pass/reaper.h"
@@ -88,10 +89,10 @@ schedq_next_run(PG_FUNCTION_ARGS)
 	TimestampTz	   next;
 
 	schedq_cron_parse(text_to_cstring(PG_GETARG_TEXT_PP(0)), &sched);
-	if (!schedq_cron_next(&sched,
-						  schedq_cron_timezone(
-							  text_to_cstring(PG_GETARG_TEXT_PP(1))),
-						  PG_GETARG_TIMESTAMPTZ(2), &next))
+	if (!schedq_cron_start_next(&sched,
+								schedq_cron_timezone(
+									text_to_cstring(PG_GETARG_TEXT_PP(1))),
+								PG_GETARG_TIMESTAMPTZ(2), &next))
 		PG_RETURN_NULL();
 	PG_RETURN_TIMESTAMPTZ(next);
 }

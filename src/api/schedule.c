@@ -23,6 +23,7 @@
 #include "shared/call.h"
 #include "base/check.h"
 #include "base/cron.h"
+#include "base/cron_start.h"
 #include "shared/isolate.h"
 #include "shared/metrics.h"
 #include "shared/plan.h"
@@ -71,7 +72,7 @@ periodic_first_run(const char *schedule, const char *timezone,
 
 	schedq_cron_parse(schedule, &sched);
 	tz = schedq_cron_timezone(timezone);
-	if (!schedq_cron_next(&sched, tz, after, &next))
+	if (!schedq_cron_start_next(&sched, tz, after, &next))
 		ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("schedule \"%s\" never fires", schedule),
 				errdetail("No time after %s matches it.",
@@ -126,7 +127,8 @@ schedq_next_runs(PG_FUNCTION_ARGS)
 		bool		isnull = false;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!schedq_cron_next(&sched, tz, after, &next))
+		if (!schedq_cron_start_next(&sched, tz, after, &next) ||
+			TIMESTAMP_NOT_FINITE(next))
 			break;
 		value = TimestampTzGetDatum(next);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value,
@@ -281,9 +283,10 @@ schedq_schedule(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(schedq_schedule_sql);
 
 /*
- * schedq.schedule_sql(name, schedule, command, timezone): a periodic SQL
- * task for the built-in executor, run as the role that scheduled it, with
- * every other option at its default.
+ * schedq.schedule_sql(name, schedule, command, timezone, enabled, priority,
+ * max_attempts, timeout): a periodic SQL task for the built-in executor,
+ * run as the role that scheduled it, with every other option at its
+ * default.
  */
 Datum
 schedq_schedule_sql(PG_FUNCTION_ARGS)
@@ -310,8 +313,17 @@ schedq_schedule_sql(PG_FUNCTION_ARGS)
 	nulls[1] = PG_ARGISNULL(1);
 	values[4] = PG_GETARG_DATUM(3);
 	nulls[4] = PG_ARGISNULL(3);
+	/* enabled, priority, max_attempts, timeout, lock_key: as schedule's
+	 * (a 1.1 catalog's schedule_sql has none of them) */
 	values[5] = BoolGetDatum(true);
 	nulls[5] = false;
+	for (int i = 0; i < 5 && PG_NARGS() >= 9; i++)
+	{
+		static const int column[] = { 5, 7, 8, 9, 10 };
+
+		values[column[i]] = PG_GETARG_DATUM(4 + i);
+		nulls[column[i]] = PG_ARGISNULL(4 + i);
+	}
 	periodic_upsert(values, nulls, true);
 	PG_RETURN_DATUM(values[0]);
 }

@@ -36,6 +36,8 @@
 
 #include "base/compat.h"
 #include "base/cron.h"
+#include "base/cron_field.h"
+#include "base/cron_systemd.h"
 
 /* Seconds from 1970-01-01 to 2000-01-01. */
 #define CRON_EPOCH_DIFF                                                        \
@@ -46,181 +48,6 @@
 static const char *const month_names[] = { "jan", "feb", "mar", "apr", "may",
 										   "jun", "jul", "aug", "sep", "oct",
 										   "nov", "dec", NULL };
-static const char *const wday_names[] = { "sun", "mon", "tue", "wed",
-										  "thu", "fri", "sat", NULL };
-static const char *const wday_long_names[] = { "sunday",   "monday",
-											   "tuesday",  "wednesday",
-											   "thursday", "friday",
-											   "saturday", NULL };
-
-pg_noreturn static void
-cron_error(const char *text, const char *detail)
-{
-	ereport(ERROR, errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			errmsg("invalid schedule \"%s\"", text), errdetail("%s", detail));
-}
-
-/*
- * Read a number or a name at *p.  names, if given, map (case-insensitive)
- * to name_base + index.  Returns false when there is neither.
- */
-static bool
-cron_read_value(const char **p, const char *const *names, int name_base,
-				int *value)
-{
-	const char *s = *p;
-
-	if (isdigit((unsigned char) *s))
-	{
-		int v = 0;
-
-		while (isdigit((unsigned char) *s))
-		{
-			if (v > 100000)
-				return false;
-			v = v * 10 + (*s++ - '0');
-		}
-		*value = v;
-		*p = s;
-		return true;
-	}
-	if (names != NULL && isalpha((unsigned char) *s))
-	{
-		const char *e = s;
-		char		word[16];
-		int			len;
-
-		while (isalpha((unsigned char) *e))
-			e++;
-		len = e - s;
-		if (len >= (int) sizeof(word))
-			return false;
-		for (int i = 0; i < len; i++)
-			word[i] = tolower((unsigned char) s[i]);
-		word[len] = '\0';
-		for (int i = 0; names[i] != NULL; i++)
-			if (strcmp(word, names[i]) == 0)
-			{
-				*value = name_base + i;
-				*p = e;
-				return true;
-			}
-		if (names == wday_names)
-			for (int i = 0; wday_long_names[i] != NULL; i++)
-				if (strcmp(word, wday_long_names[i]) == 0)
-				{
-					*value = i;
-					*p = e;
-					return true;
-				}
-	}
-	return false;
-}
-
-/*
- * Parse one field into a bitmap of [lo, hi] values.  range is "-" (cron)
- * or ".." (systemd).  Returns false on a syntax error, with *why set.
- */
-static bool
-cron_parse_field(const char *field, int lo, int hi, const char *const *names,
-				 int name_base, const char *range, uint64 *bits, bool *any,
-				 const char **why)
-{
-	const char *p = field;
-
-	*bits = 0;
-	*any = false;
-	if (*p == '\0')
-	{
-		*why = "a field is empty";
-		return false;
-	}
-	for (;;)
-	{
-		int	 a, b, step = 1;
-		bool star = false;
-
-		if (*p == '*')
-		{
-			star = true;
-			a = lo;
-			b = hi;
-			p++;
-		}
-		else
-		{
-			if (!cron_read_value(&p, names, name_base, &a))
-			{
-				*why = "a value is not a number or a known name";
-				return false;
-			}
-			b = a;
-			if (strncmp(p, range, strlen(range)) == 0)
-			{
-				p += strlen(range);
-				if (!cron_read_value(&p, names, name_base, &b))
-				{
-					*why = "a range has no end";
-					return false;
-				}
-			}
-		}
-		if (*p == '/')
-		{
-			p++;
-			if (!cron_read_value(&p, NULL, 0, &step) || step <= 0 ||
-				step > hi - lo + 1)
-			{
-				*why = psprintf("a step must be between 1 and %d", hi - lo + 1);
-				return false;
-			}
-			if (!star && b == a)
-				b = hi; /* n/s: from n to the end */
-		}
-		/* weekday 7 is Sunday, as 0 */
-		if (names == wday_names && hi == 7)
-		{
-			if (a > 7 || b > 7)
-			{
-				*why = "a weekday must be between 0 and 7";
-				return false;
-			}
-		}
-		if (a < lo || b > hi || a > hi || b < lo)
-		{
-			*why = psprintf("a value is out of range %d to %d", lo, hi);
-			return false;
-		}
-		if (a > b)
-		{
-			*why = "a range must not end before it starts";
-			return false;
-		}
-		if (star && step == 1)
-			*any = true;
-		for (int v = a; v <= b; v += step)
-			*bits |= UINT64CONST(1) << (v - lo);
-		if (*p == ',')
-		{
-			p++;
-			continue;
-		}
-		if (*p != '\0')
-		{
-			*why = "unexpected characters in a field";
-			return false;
-		}
-		return true;
-	}
-}
-
-static void
-cron_set_all_years(SchedqSchedule *s)
-{
-	for (int i = 0; i < 4; i++)
-		s->years[i] = ~UINT64CONST(0);
-}
-
 /*
  * Parse a classic cron expression of 5 or 6 fields.
  */
@@ -234,32 +61,49 @@ cron_parse_classic(const char *text, char **fields, int n, SchedqSchedule *s)
 
 	if (n == 6)
 	{
-		if (!cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->seconds,
-							  &any, &why))
-			cron_error(text, psprintf("Seconds: %s.", why));
+		if (!schedq_cron_field_parse(fields[f++], 0, 59, NULL, 0, "-",
+									 &s->seconds, &any, &why))
+			schedq_cron_field_error(text, psprintf("Seconds: %s.", why));
 	}
 	else
 		s->seconds = 1; /* at second 0 */
-	if (!cron_parse_field(fields[f++], 0, 59, NULL, 0, "-", &s->minutes, &any,
-						  &why))
-		cron_error(text, psprintf("Minutes: %s.", why));
-	if (!cron_parse_field(fields[f++], 0, 23, NULL, 0, "-", &bits, &any, &why))
-		cron_error(text, psprintf("Hours: %s.", why));
+	if (!schedq_cron_field_parse(fields[f++], 0, 59, NULL, 0, "-", &s->minutes,
+								 &any, &why))
+		schedq_cron_field_error(text, psprintf("Minutes: %s.", why));
+	if (!schedq_cron_field_parse(fields[f++], 0, 23, NULL, 0, "-", &bits, &any,
+								 &why))
+		schedq_cron_field_error(text, psprintf("Hours: %s.", why));
 	s->hours = (uint32) bits;
-	if (!cron_parse_field(fields[f++], 1, 31, NULL, 0, "-", &bits, &s->mday_any,
-						  &why))
-		cron_error(text, psprintf("Day of month: %s.", why));
+	/* "$", alone, is the last day of the month (as pg_cron's) */
+	if (strcmp(fields[f], "$") == 0)
+	{
+		s->mday_last = true;
+		bits = 0;
+		f++;
+	}
+	else if (!schedq_cron_field_parse(fields[f++], 1, 31, NULL, 0, "-", &bits,
+									  &s->mday_any, &why))
+		schedq_cron_field_error(text, psprintf("Day of month: %s.", why));
 	s->mdays = (uint32) (bits << 1);
-	if (!cron_parse_field(fields[f++], 1, 12, month_names, 1, "-", &bits, &any,
-						  &why))
-		cron_error(text, psprintf("Month: %s.", why));
+	if (!schedq_cron_field_parse(fields[f++], 1, 12, month_names, 1, "-", &bits,
+								 &any, &why))
+		schedq_cron_field_error(text, psprintf("Month: %s.", why));
 	s->months = (uint32) (bits << 1);
-	if (!cron_parse_field(fields[f++], 0, 7, wday_names, 0, "-", &bits,
-						  &s->wday_any, &why))
-		cron_error(text, psprintf("Day of week: %s.", why));
+	if (!schedq_cron_field_parse(fields[f++], 0, 7,
+								 schedq_cron_field_wday_names, 0, "-", &bits,
+								 &s->wday_any, &why))
+		schedq_cron_field_error(text, psprintf("Day of week: %s.", why));
 	s->wdays = (uint32) ((bits | (bits >> 7)) & 0x7F);
-	s->day_or = !s->mday_any && !s->wday_any;
-	cron_set_all_years(s);
+
+	/*
+	 * Vixie cron's rule, also pg_cron's: a day field written with a leading
+	 * star (a star alone or with a step) leaves the other day field to
+	 * decide alone; when neither starts with a star (nor takes every day),
+	 * either matches.
+	 */
+	s->day_or = !s->mday_any && !s->wday_any && fields[f - 3][0] != '*' &&
+				fields[f - 1][0] != '*';
+	schedq_cron_field_set_all_years(s);
 }
 
 /*
@@ -281,195 +125,6 @@ schedq_cron_interval_usecs(const Interval *span)
 				   PG_INT64_MIN :
 				   PG_INT64_MAX;
 	return us;
-}
-
-/*
- * Split a systemd date or time in place at sep into two or three parts;
- * returns how many.
- */
-static int
-cron_split_parts(const char *text, char *field, char sep, char **parts,
-				 const char *too_many, const char *too_few)
-{
-	int	  n = 0;
-	char *p = field;
-
-	parts[n++] = p;
-	while ((p = strchr(p, sep)) != NULL)
-	{
-		if (n == 3)
-			cron_error(text, too_many);
-		*p++ = '\0';
-		parts[n++] = p;
-	}
-	if (n < 2)
-		cron_error(text, too_few);
-	return n;
-}
-
-/*
- * Parse the date part of a systemd calendar event: [year-]month-day.
- */
-static void
-cron_parse_systemd_date(const char *text, char *date, SchedqSchedule *s)
-{
-	char	   *parts[3];
-	int			n;
-	const char *why = NULL;
-	uint64		bits;
-	bool		any;
-
-	n = cron_split_parts(text, date, '-', parts,
-						 "A date has at most three parts, year-month-day.",
-						 "A date needs at least month-day.");
-	if (n == 3)
-	{
-		cron_set_all_years(s);
-		if (strcmp(parts[0], "*") != 0)
-		{
-			char *y = parts[0];
-
-			memset(s->years, 0, sizeof(s->years));
-			/* years, one at a time: a, a..b, lists; steps too */
-			for (;;)
-			{
-				const char *q = y;
-				int			a, b, step = 1;
-
-				if (!cron_read_value(&q, NULL, 0, &a))
-					cron_error(text, "Year: a value is not a number.");
-				b = a;
-				if (strncmp(q, "..", 2) == 0)
-				{
-					q += 2;
-					if (!cron_read_value(&q, NULL, 0, &b))
-						cron_error(text, "Year: a range has no end.");
-				}
-				if (*q == '/')
-				{
-					q++;
-					if (!cron_read_value(&q, NULL, 0, &step) || step <= 0)
-						cron_error(text,
-								   "Year: a step must be a positive number.");
-					if (b == a)
-						b = CRON_YEAR_BASE + 255;
-				}
-				if (a < CRON_YEAR_BASE || b > CRON_YEAR_BASE + 255 || a > b)
-					cron_error(
-						text, psprintf("Year: years must be between %d and %d.",
-									   CRON_YEAR_BASE, CRON_YEAR_BASE + 255));
-				for (int v = a; v <= b; v += step)
-					s->years[(v - CRON_YEAR_BASE) / 64] |=
-						UINT64CONST(1) << ((v - CRON_YEAR_BASE) % 64);
-				if (*q == ',')
-				{
-					y = (char *) q + 1;
-					continue;
-				}
-				if (*q != '\0')
-					cron_error(text, "Year: unexpected characters.");
-				break;
-			}
-		}
-	}
-	if (!cron_parse_field(parts[n - 2], 1, 12, NULL, 0, "..", &bits, &any,
-						  &why))
-		cron_error(text, psprintf("Month: %s.", why));
-	s->months = (uint32) (bits << 1);
-	if (!cron_parse_field(parts[n - 1], 1, 31, NULL, 0, "..", &bits,
-						  &s->mday_any, &why))
-		cron_error(text, psprintf("Day: %s.", why));
-	s->mdays = (uint32) (bits << 1);
-}
-
-/*
- * Parse the time part of a systemd calendar event: hour:minute[:second].
- */
-static void
-cron_parse_systemd_time(const char *text, char *time, SchedqSchedule *s)
-{
-	char	   *parts[3];
-	int			n;
-	const char *why = NULL;
-	uint64		bits;
-	bool		any;
-
-	n = cron_split_parts(text, time, ':', parts,
-						 "A time has at most three parts, hour:minute:second.",
-						 "A time needs at least hour:minute.");
-	if (!cron_parse_field(parts[0], 0, 23, NULL, 0, "..", &bits, &any, &why))
-		cron_error(text, psprintf("Hour: %s.", why));
-	s->hours = (uint32) bits;
-	if (!cron_parse_field(parts[1], 0, 59, NULL, 0, "..", &s->minutes, &any,
-						  &why))
-		cron_error(text, psprintf("Minute: %s.", why));
-	if (n == 3)
-	{
-		/* systemd allows fractional seconds; schedq fires on whole ones */
-		if (!cron_parse_field(parts[2], 0, 59, NULL, 0, "..", &s->seconds, &any,
-							  &why))
-			cron_error(text, psprintf("Second: %s.", why));
-	}
-	else
-		s->seconds = 1;
-}
-
-/*
- * Parse a systemd calendar event of 1 to 3 components.
- */
-static void
-cron_parse_systemd(const char *text, char **tokens, int n, SchedqSchedule *s)
-{
-	bool seen_wday = false, seen_date = false, seen_time = false;
-
-	/* defaults: every day, at midnight */
-	s->seconds = 1;
-	s->minutes = 1;
-	s->hours = 1;
-	s->mdays = 0xFFFFFFFE;
-	s->mday_any = true;
-	s->months = 0x1FFE;
-	s->wdays = 0x7F;
-	s->wday_any = true;
-	s->day_or = false;
-	cron_set_all_years(s);
-
-	for (int i = 0; i < n; i++)
-	{
-		char *t = tokens[i];
-
-		if (isalpha((unsigned char) t[0]))
-		{
-			const char *why = NULL;
-			uint64		bits;
-
-			if (seen_wday || seen_date || seen_time)
-				cron_error(text, "Weekdays come first, once.");
-			if (!cron_parse_field(t, 0, 6, wday_names, 0, "..", &bits,
-								  &s->wday_any, &why))
-				cron_error(text, psprintf("Weekdays: %s.", why));
-			s->wdays = (uint32) bits;
-			s->wday_any = false;
-			seen_wday = true;
-		}
-		else if (strchr(t, ':') != NULL)
-		{
-			if (seen_time)
-				cron_error(text, "There is more than one time.");
-			cron_parse_systemd_time(text, t, s);
-			seen_time = true;
-		}
-		else if (strchr(t, '-') != NULL)
-		{
-			if (seen_date || seen_time)
-				cron_error(text, "The date comes before the time, once.");
-			cron_parse_systemd_date(text, t, s);
-			seen_date = true;
-		}
-		else
-			cron_error(text,
-					   "A component is neither weekdays, a date nor a time.");
-	}
 }
 
 /*
@@ -508,7 +163,7 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 
 	memset(s, 0, sizeof(*s));
 	if (text == NULL)
-		cron_error("", "The schedule is empty.");
+		schedq_cron_field_error("", "The schedule is empty.");
 
 	/* trim and lower-case macros */
 	while (isspace((unsigned char) *text))
@@ -518,8 +173,14 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 		 i--)
 		copy[i] = '\0';
 	if (copy[0] == '\0')
-		cron_error(text, "The schedule is empty.");
+		schedq_cron_field_error(text, "The schedule is empty.");
 
+	if (pg_strcasecmp(copy, "@reboot") == 0 ||
+		pg_strcasecmp(copy, "@restart") == 0)
+	{
+		s->reboot = true;
+		return;
+	}
 	if (pg_strncasecmp(copy, "@every", 6) == 0 &&
 		(copy[6] == '\0' || isspace((unsigned char) copy[6])))
 	{
@@ -529,7 +190,7 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 		while (isspace((unsigned char) *spec))
 			spec++;
 		if (*spec == '\0')
-			cron_error(
+			schedq_cron_field_error(
 				text,
 				"@every needs an interval, for example \"@every 15 minutes\".");
 		span = DatumGetIntervalP(
@@ -537,14 +198,14 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 								ObjectIdGetDatum(InvalidOid),
 								Int32GetDatum(-1)));
 		if (span->month != 0)
-			cron_error(
+			schedq_cron_field_error(
 				text,
 				"@every takes a fixed length: use days, not months or years.");
 		s->every = true;
 		s->every_usecs = schedq_cron_interval_usecs(span);
 		if (s->every_usecs < USECS_PER_SEC)
-			cron_error(text,
-					   "@every needs an interval of at least one second.");
+			schedq_cron_field_error(
+				text, "@every needs an interval of at least one second.");
 		return;
 	}
 	for (int i = 0; i < (int) lengthof(macros); i++)
@@ -554,22 +215,22 @@ schedq_cron_parse(const char *text, SchedqSchedule *s)
 			break;
 		}
 	if (copy[0] == '@')
-		cron_error(
+		schedq_cron_field_error(
 			text,
-			"Unknown macro; the macros are @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly and @every <interval>.");
+			"Unknown macro; the macros are @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @reboot, @restart and @every <interval>.");
 
 	for (p = strtok(copy, " \t\r\n"); p != NULL; p = strtok(NULL, " \t\r\n"))
 	{
 		if (n == lengthof(tokens))
-			cron_error(text, "Too many fields.");
+			schedq_cron_field_error(text, "Too many fields.");
 		tokens[n++] = p;
 	}
 	if (n == 5 || n == 6)
 		cron_parse_classic(text, tokens, n, s);
 	else if (n >= 1 && n <= 3)
-		cron_parse_systemd(text, tokens, n, s);
+		schedq_cron_systemd_parse(text, tokens, n, s);
 	else
-		cron_error(
+		schedq_cron_field_error(
 			text,
 			"A cron expression has 5 fields (or 6 with seconds); a calendar event has weekdays, a date and a time.");
 }
@@ -646,7 +307,8 @@ static bool
 cron_day_ok(const SchedqSchedule *s, int year, int month, int day)
 {
 	int	 wd = (date2j(year, month, day) + 1) % 7; /* 0 = Sunday */
-	bool mday = day >= 1 && day <= 31 && (s->mdays & (((uint32) 1) << day));
+	bool mday = (day >= 1 && day <= 31 && (s->mdays & (((uint32) 1) << day))) ||
+				(s->mday_last && day == cron_days_in_month(year, month));
 	bool wday = (s->wdays & (((uint32) 1) << wd)) != 0;
 
 	if (s->day_or)
@@ -667,6 +329,8 @@ schedq_cron_next(const SchedqSchedule *s, pg_tz *tz, TimestampTz after,
 	struct pg_tm *tm;
 	int			  y, mo, d, h, mi, sec;
 
+	if (s->reboot)
+		return false; /* its callers know the server's start */
 	if (s->every)
 	{
 		int64 k = after / s->every_usecs;

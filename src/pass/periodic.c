@@ -59,6 +59,13 @@ static SchedqQuery q_disable =
 				 " SET enabled = false, last_error = $2"
 				 " WHERE name = $1",
 				 TEXTOID, TEXTOID);
+/* @reboot schedules, armed for the tick of this start of the server */
+static SchedqQuery q_arm_reboot =
+	SCHEDQ_QUERY("UPDATE schedq.periodic SET next_run = $1"
+				 " WHERE enabled AND next_run = 'infinity'"
+				 "  AND lower(btrim(schedule)) IN ('@reboot', '@restart')"
+				 "  AND coalesce(last_run, created_at) < $1",
+				 TIMESTAMPTZOID);
 static SchedqQuery q_next_due =
 	SCHEDQ_QUERY("SELECT min(next_run) FROM schedq.periodic"
 				 " WHERE enabled AND next_run > $1",
@@ -106,7 +113,15 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 	PeriodicStep all = { now, (Datum) 0, NULL, 0, 0 };
 	int			 fired = 0;
 	int			 skipped = 0;
+	static bool	 reboot_armed = false;
 
+	if (!reboot_armed)
+	{
+		Datum start = TimestampTzGetDatum(PgStartTime);
+
+		schedq_plan_run(&q_arm_reboot, &start, NULL, 0, SPI_OK_UPDATE);
+		reboot_armed = true;
+	}
 	if (schedq_isolate_try(periodic_fire_step, &all) == NULL)
 	{
 		fired = all.fired;

@@ -9,6 +9,8 @@
  *	  slot is left for it (process/background.c).
  *	- DROP EXTENSION schedq: after commit, wake this database's scheduler,
  *	  which finds the extension gone and exits for good.
+ *	- DROP EXTENSION schedq_cron: first delete its jobs, whose trigger
+ *	  removes their schedq periodic tasks (they would fire on otherwise).
  *	- DROP DATABASE (with or without FORCE), ALTER DATABASE ... RENAME TO,
  *	  ALTER DATABASE ... SET TABLESPACE and CREATE DATABASE ... TEMPLATE
  *	  need a database nobody is connected to: before running them, hold
@@ -45,7 +47,9 @@
 #include "catalog/pg_tablespace.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "commands/tablespace.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "replication/slot.h"
@@ -111,7 +115,7 @@ hook_stop_scheduler(Oid dboid, TimestampTz until)
 }
 
 static bool
-hook_names_schedq(List *objects)
+hook_names_extension(List *objects, const char *name)
 {
 	ListCell *lc;
 
@@ -119,10 +123,27 @@ hook_names_schedq(List *objects)
 	{
 		Node *obj = lfirst(lc);
 
-		if (IsA(obj, String) && strcmp(strVal(obj), "schedq") == 0)
+		if (IsA(obj, String) && strcmp(strVal(obj), name) == 0)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * DROP EXTENSION schedq_cron by a superuser: its jobs' schedq periodic
+ * tasks go first (deleting the jobs runs its trigger, which unschedules
+ * each), in the same transaction as the drop.
+ */
+static void
+hook_drop_cron_jobs(void)
+{
+	if (!OidIsValid(get_extension_oid("schedq_cron", true)) || !superuser())
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("DELETE FROM cron.job", false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not remove the jobs of schedq_cron");
+	SPI_finish();
 }
 
 /*
@@ -396,9 +417,13 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		}
 		if (IsA(parsetree, DropStmt) &&
 			((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
-			hook_names_schedq(((DropStmt *) parsetree)->objects))
+			hook_names_extension(((DropStmt *) parsetree)->objects, "schedq"))
 			schedq_wake_scheduler_at_commit();
 	}
+	if (IsA(parsetree, DropStmt) &&
+		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
+		hook_names_extension(((DropStmt *) parsetree)->objects, "schedq_cron"))
+		hook_drop_cron_jobs();
 
 	PG_TRY();
 	{

@@ -24,6 +24,7 @@
  *	  "any" flags agree with them;
  *	- schedq_cron_next never raises an error; a result is a valid
  *	  timestamp, a whole second, strictly after `after`;
+ *	- @reboot: never a next run (the server's start is its callers');
  *	- @every: the result is exactly the next multiple of the interval;
  *	- calendar schedules: the result fires (its local time matches and is
  *	  the first occurrence of that local time, or it ends a DST gap that
@@ -177,6 +178,15 @@ year_matches(const SchedqSchedule *s, int year)
 	return i >= 0 && i < 256 && bit64(s->years[i / 64], i % 64);
 }
 
+/* Days of a month, the oracle's own: the day before the next month's 1st. */
+static int
+days_in_month_of(int year, int mon)
+{
+	int			next = mon == 12 ? date2j(year + 1, 1, 1) : date2j(year, mon + 1, 1);
+
+	return next - date2j(year, mon, 1);
+}
+
 static bool
 day_matches(const SchedqSchedule *s, int year, int mon, int mday, int wday)
 {
@@ -185,7 +195,8 @@ day_matches(const SchedqSchedule *s, int year, int mon, int mday, int wday)
 
 	if (!year_matches(s, year) || !bit64(s->months, mon))
 		return false;
-	m = bit64(s->mdays, mday);
+	m = bit64(s->mdays, mday) ||
+		(s->mday_last && mday == days_in_month_of(year, mon));
 	w = bit64(s->wdays, wday);
 	return s->day_or ? (m || w) : (m && w);
 }
@@ -374,6 +385,8 @@ check_parse_error(void)
 static void
 check_schedule(const SchedqSchedule *s)
 {
+	if (s->reboot)
+		return;
 	if (s->every)
 	{
 		if (s->every_usecs < USECS_PER_SEC)
@@ -386,7 +399,7 @@ check_schedule(const SchedqSchedule *s)
 		fail("minutes bitmap %llx", (unsigned long long) s->minutes);
 	if (s->hours == 0 || (s->hours >> 24) != 0)
 		fail("hours bitmap %x", s->hours);
-	if (s->mdays == 0 || (s->mdays & 1) != 0)
+	if ((s->mdays == 0 && !s->mday_last) || (s->mdays & 1) != 0)
 		fail("days of month bitmap %x", s->mdays);
 	if (s->months == 0 || (s->months & ~UINT32_C(0x1FFE)) != 0)
 		fail("months bitmap %x", s->months);
@@ -525,6 +538,13 @@ run_chain(const Run *r, TimestampTz after)
 		TimestampTz next;
 		bool		found = next_run(r, after, &next);
 
+		if (r->s->reboot)
+		{
+			/* its callers compute it from the server's start */
+			if (found)
+				fail("@reboot has a next run after %s", ts_text(after));
+			return;
+		}
 		if (r->s->every)
 			check_every(r, after, found, next);
 		else

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #-------------------------------------------------------------------------
 # test/fuzz/run.sh
-#	  Build test/fuzz/build/fuzz_cron -- src/base/cron.c, unchanged, with the
+#	  Build test/fuzz/build/fuzz_cron -- src/base/cron.c, cron_field.c and cron_systemd.c, unchanged, with the
 #	  backend stand-ins of shim.c and the checks of fuzz_cron.c -- with
 #	  clang, libFuzzer, ASan (with LeakSanitizer) and UBSan, then fuzz it
 #	  for FUZZ_SECONDS seconds (default 60).  `make fuzz` runs this.
@@ -73,12 +73,12 @@ CFLAGS=(-g -O1 -fno-omit-frame-pointer -std=gnu99 -D_GNU_SOURCE
 	-I"$INCLUDE_SERVER" -Isrc -I"$DIR")
 
 echo "fuzz: building $BUILD/fuzz_cron with $("$CLANG" --version | head -1)"
-for src in src/base/cron.c "$DIR/shim.c" "$DIR/fuzz_cron.c"; do
+for src in src/base/cron.c src/base/cron_field.c src/base/cron_systemd.c "$DIR/shim.c" "$DIR/fuzz_cron.c"; do
 	obj=$BUILD/$(basename "$src" .c).o
 	"$CLANG" "${CFLAGS[@]}" -c "$src" -o "$obj" || die "compiling $src failed"
 done
 "$CLANG" -fsanitize=fuzzer,address,undefined -o "$BUILD/fuzz_cron" \
-	"$BUILD/cron.o" "$BUILD/shim.o" "$BUILD/fuzz_cron.o" "$PGPORT_LIB" -lm ||
+	"$BUILD/cron.o" "$BUILD/cron_field.o" "$BUILD/cron_systemd.o" "$BUILD/shim.o" "$BUILD/fuzz_cron.o" "$PGPORT_LIB" -lm ||
 	die "linking $BUILD/fuzz_cron failed"
 
 # Leaks are checked after each input (the shim frees the palloc arena per

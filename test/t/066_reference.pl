@@ -1,14 +1,16 @@
 #-------------------------------------------------------------------------
 # test/t/066_reference.pl
-#	  docs/reference.md is the contract, so it must be the extension's:
-#	  - every function and procedure of the extension has its heading
-#	    ("### Function schedq.NAME" or "### Procedure schedq.NAME") and,
-#	    in the first sql block under it, exactly the catalog's signature
-#	    (pg_get_function_arguments, and RETURNS pg_get_function_result
-#	    for a function; whitespace is free); and every such heading names
-#	    a function of the extension;
+#	  docs/reference.md is the contract, so it must be the extensions'
+#	  (schedq's, and schedq_cron's in schema cron):
+#	  - every function and procedure of the extensions has its heading
+#	    ("### Function schedq.NAME", "### Function cron.NAME" or
+#	    "### Procedure schedq.NAME") and, in the first sql block under
+#	    it, exactly the catalog's signature (pg_get_function_arguments,
+#	    and RETURNS pg_get_function_result for a function; whitespace is
+#	    free; an overloaded name has each signature, in the order of their
+#	    arguments); and every such heading names a function of them;
 #	  - every table, view and composite type has its heading ("### Table
-#	    schedq.NAME", "### View ...", "### Type ...") with a table row
+#	    schedq.NAME", "### View cron.NAME", ...) with a table row
 #	    "| `column` |" for each of its columns, and every such heading
 #	    names one;
 #	  - every schedq.* setting has its heading ("### Setting NAME") whose
@@ -71,6 +73,7 @@ ok(scalar(keys %section) > 50, 'the reference has its headings')
   or diag 'found: ' . join(', ', sort keys %section);
 
 my $node = schedq_node('reference', extension => 'postgres');
+$node->safe_psql('postgres', 'CREATE EXTENSION schedq_cron');
 
 sub rows
 {
@@ -82,29 +85,37 @@ sub rows
 # Functions and procedures.
 my @procs = rows(
 	q{SELECT CASE p.prokind WHEN 'p' THEN 'Procedure' ELSE 'Function' END,
-			 'schedq.' || p.proname,
+			 p.pronamespace::regnamespace || '.' || p.proname,
 			 pg_get_function_arguments(p.oid),
 			 CASE p.prokind WHEN 'p' THEN ''
 				  ELSE ' RETURNS ' || pg_get_function_result(p.oid) END
 		FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
 	   WHERE d.classid = 'pg_proc'::regclass
 		 AND d.refclassid = 'pg_extension'::regclass
-		 AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'schedq')
+		 AND d.refobjid IN (SELECT oid FROM pg_extension
+							 WHERE extname IN ('schedq', 'schedq_cron'))
 		 AND d.deptype = 'e'
-	   ORDER BY p.proname});
-ok(@procs > 30, 'the extension has its functions');
-my (@undocumented, @wrong, %is_proc);
+	   ORDER BY 2, 3});
+ok(@procs > 30, 'the extensions have their functions');
+ok((grep { $_->[1] eq 'cron.schedule' } @procs) == 2,
+	'schedq_cron\'s functions are among them');
+my (@undocumented, @wrong, %is_proc, %signatures);
 for my $p (@procs)
 {
 	my ($kind, $name, $args, $result) = @$p;
-	$is_proc{"$kind $name"} = 1;
-	my $body = $section{"$kind $name"};
+	push @{ $signatures{"$kind $name"} }, squash("$name($args)$result");
+}
+for my $key (sort keys %signatures)
+{
+	my ($kind, $name) = split / /, $key;
+	$is_proc{$key} = 1;
+	my $body = $section{$key};
 	if (!defined $body)
 	{
-		push @undocumented, "$kind $name";
+		push @undocumented, $key;
 		next;
 	}
-	my $want = squash("$name($args)$result");
+	my $want = join(' ', @{ $signatures{$key} });
 	my ($block) = $body =~ /```sql\n(.*?)```/s;
 	my $got = squash($block // '');
 	push @wrong, "$name:\n  reference: $got\n  catalog:   $want"
@@ -121,18 +132,19 @@ is_deeply(\@stray, [],
 my %relkind = (r => 'Table', v => 'View', c => 'Type');
 my %columns;
 for my $r (rows(
-		q{SELECT c.relkind, 'schedq.' || c.relname, a.attname
+		q{SELECT c.relkind, n.nspname || '.' || c.relname, a.attname
 			FROM pg_class c
 			JOIN pg_namespace n ON n.oid = c.relnamespace
 			JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
 							   AND NOT a.attisdropped
-		   WHERE n.nspname = 'schedq' AND c.relkind IN ('r', 'v', 'c')
+		   WHERE n.nspname IN ('schedq', 'cron') AND c.relkind IN ('r', 'v', 'c')
 		   ORDER BY c.relname, a.attnum}))
 {
 	my ($kind, $name, $column) = @$r;
 	push @{ $columns{"$relkind{$kind} $name"} }, $column;
 }
 ok(exists $columns{'Table schedq.task'}, 'the extension has its tables');
+ok(exists $columns{'Table cron.job'}, 'schedq_cron has its tables');
 my (@missing_rel, @missing_col);
 for my $rel (sort keys %columns)
 {

@@ -277,6 +277,7 @@ my %broken = (
 	'version not semantic' => sub { $_[0]{version} = '1.1' },
 	'provides without file' => sub { delete $_[0]{provides}{schedq}{file} },
 	'provides with a missing file' => sub { $_[0]{provides}{schedq}{file} = 'sql/nope.sql' },
+	'schedq_cron provides a missing file' => sub { $_[0]{provides}{schedq_cron}{file} = 'sql/nope.sql' },
 	'no meta-spec' => sub { delete $_[0]{'meta-spec'} },
 	'no maintainer' => sub { delete $_[0]{maintainer} },
 	'bad release_status' => sub { $_[0]{release_status} = 'final' },
@@ -298,6 +299,9 @@ is("$default.0", $version, "META.json version is schedq.control's default_versio
 is($meta->{provides}{schedq}{version}, $version, 'provides.schedq.version is the same');
 is($meta->{provides}{schedq}{file}, "sql/schedq--$default.sql",
 	"provides.schedq.file is the fresh-install script of $default");
+my ($cron_default) = slurp("$tree/schedq_cron.control") =~ /^default_version\s*=\s*'([^']+)'/m;
+is($meta->{provides}{schedq_cron}{file}, "sql/schedq_cron--$cron_default.sql",
+	"provides.schedq_cron.file is its install script of $cron_default");
 my ($deb_version) = slurp("$tree/debian/changelog") =~ /^schedq \(([^)]+)\)/;
 is($deb_version, "$version-1", "debian/changelog's first entry is $version-1");
 is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '>= 15.0.0, < 20.0.0',
@@ -374,6 +378,8 @@ my @system_files = grep { -e $_ || -l $_ } (
 	"/usr/lib/postgresql/$major/lib/bitcode/schedq",
 	glob("/usr/share/postgresql/$major/extension/schedq.control"),
 	glob("/usr/share/postgresql/$major/extension/schedq--*.sql"),
+	glob("/usr/share/postgresql/$major/extension/schedq_cron.control"),
+	glob("/usr/share/postgresql/$major/extension/schedq_cron--*.sql"),
 	"$sysbin/schedqctl",
 	glob("/usr/share/postgresql/$major/man/man1/schedqctl.1*"),
 	glob('/usr/share/man/man1/schedqctl.1*'),
@@ -493,6 +499,8 @@ my @want = ("/usr/lib/postgresql/$major/lib/schedq.so",
 	"/usr/share/postgresql/$major/extension/schedq--1.0.sql",
 	"/usr/share/postgresql/$major/extension/schedq--1.0--1.1.sql",
 	"/usr/share/postgresql/$major/extension/schedq--1.1--1.2.sql",
+	"/usr/share/postgresql/$major/extension/schedq_cron.control",
+	"/usr/share/postgresql/$major/extension/schedq_cron--1.0.sql",
 	"$sysbin/schedqctl");
 my @unlisted = grep { !$listed{$_} } @want;
 # The man page, gzipped, in PostgreSQL's manual directory (as
@@ -500,7 +508,7 @@ my @unlisted = grep { !$listed{$_} } @want;
 my $man = "/usr/share/postgresql/$major/man/man1/schedqctl.1.gz";
 push @want, $man;
 @unlisted = grep { !$listed{$_} } @want;
-is_deeply(\@unlisted, [], 'dpkg -L lists the library, control file, scripts, schedqctl and its gzipped man page');
+is_deeply(\@unlisted, [], 'dpkg -L lists the library, control files, scripts (schedq_cron\'s too), schedqctl and its gzipped man page');
 my @absent = grep { !-e $_ } @want;
 is_deeply(\@absent, [], 'and they are on disk');
 # What is on PATH and in man's path is no package's file: the
@@ -618,6 +626,12 @@ like($ctl_out, qr/^\d+$/, 'the packaged schedqctl submits a task') or diag($ctl_
 ($ok, $out) = psql("SELECT queue || ' ' || (payload->>'via') FROM schedq.task WHERE id = "
 	  . ($ctl_out =~ /^(\d+)$/ ? $1 : 0));
 is($out, 'pkg schedqctl', 'the task schedqctl submitted is in the table');
+
+# The packaged schedq_cron: a pg_cron job.
+($ok, $out) = psql(q{CREATE EXTENSION schedq_cron; SELECT cron.schedule('smoke', '@daily', 'SELECT 1')});
+is($out, '1', 'CREATE EXTENSION schedq_cron; cron.schedule') or diag($out);
+($ok, $out) = psql(q{SELECT schedule FROM schedq.periodic WHERE name = 'cron.job.1'});
+is($out, '@daily', 'its job is a schedq periodic task');
 
 stop_server();
 ($ok) = dpkg('dpkg_purge', '--purge', $pkg);

@@ -1,0 +1,181 @@
+#-------------------------------------------------------------------------
+# test/t/028_cron_jobs.pl
+#	  schedq_cron's jobs through the live scheduler and SQL executor:
+#
+#	  (a) a '1 seconds' job of a LOGIN role runs as that role, every
+#	      second: its tasks' ticks (run_at) are consecutive whole seconds,
+#	      none twice; job_run_details shows them succeeded, as the role.
+#	  (b) never twice at once: a job that runs 2.5 s on a '1 seconds'
+#	      schedule never overlaps itself (the executor's own record of
+#	      runs shows no two at a time), its skipped ticks are counted;
+#	      run_job while it runs is a tick skipped like the others.
+#	  (c) a failing job is 'failed' in job_run_details with the error;
+#	      job_health says failed; with max_attempts 3 (set_job_options) a
+#	      job whose command raises an error is tried three times.
+#	  (d) run_job runs a job now, its '@yearly' tick stays next.
+#	  (e) '@reboot' runs once after each start of the server, not before
+#	      and not twice.
+#	  (f) '$': the last day of the month, computed for the job.
+#	  (g) bounded history: a job keeping 3 runs shows at most 4 (the newest
+#	      kept, and the one just ended) after many; one keeping errors only
+#	      shows no succeeded run but the last, and keeps its failures; the
+#	      option needs the job's user to have USAGE on schema cron.
+#	  (h) pg_dump and pg_restore into a database of another name: the
+#	      jobs, their options and their schedules (as dumped) come back,
+#	      the jobs' database is the new one; nothing else fails.
+#-------------------------------------------------------------------------
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SchedqTest;
+
+my $node = schedq_node('cron_jobs', extension => 'postgres',
+	conf => "schedq.sql_workers = 4\n");
+my $db = 'postgres';
+$node->safe_psql($db, q{
+	CREATE EXTENSION schedq_cron;
+	CREATE ROLE jobber LOGIN;
+	GRANT USAGE ON SCHEMA cron TO jobber;
+	CREATE TABLE ticks (job text, who text, at timestamptz DEFAULT clock_timestamp());
+	GRANT INSERT, SELECT ON ticks TO jobber;
+	CREATE TABLE spans (job text, started timestamptz, ended timestamptz);
+	GRANT INSERT ON spans TO jobber;
+});
+
+sub sql { return $node->safe_psql($db, $_[0]) }
+
+# (a)
+sql(q{SET ROLE jobber; SELECT cron.schedule('every second', '1 seconds',
+	$$INSERT INTO ticks (job, who) VALUES ('sec', current_user)$$)});
+my $sec = sql(q{SELECT jobid FROM cron.job WHERE jobname = 'every second'});
+ok(defined poll_until($node, $db, q{SELECT count(*) >= 6 FROM ticks WHERE job = 'sec'}, 't', 30),
+	'(a) the every-second job runs');
+sql(qq{SELECT cron.alter_job($sec, active => false)});
+is(sql(q{SELECT DISTINCT who FROM ticks WHERE job = 'sec'}), 'jobber', '(a) as its role');
+my $ticks = sql(qq{SELECT count(*), count(DISTINCT run_at),
+		extract(epoch FROM max(run_at) - min(run_at))::int + 1,
+		bool_and(run_at = date_trunc('second', run_at))
+	FROM schedq.task WHERE periodic = 'cron.job.$sec'});
+my ($n, $distinct, $span, $whole) = split /\|/, $ticks;
+ok($n >= 6, "(a) $n ticks");
+is($distinct, $n, '(a) no tick twice');
+is($span, $n, '(a) consecutive seconds, none missed');
+is($whole, 't', '(a) on whole seconds');
+ok(defined poll_until($node, $db,
+	qq{SELECT bool_and(status = 'succeeded') AND bool_and(username = 'jobber')
+		 FROM cron.job_run_details WHERE jobid = $sec}, 't', 10),
+	'(a) job_run_details: succeeded, as the role');
+
+# (b)
+my $slow = sql(q{SET ROLE jobber; SELECT cron.schedule('slow', '1 seconds',
+	$$INSERT INTO spans SELECT 'slow', clock_timestamp(), clock_timestamp() + interval '2.5 s' FROM pg_sleep(2.5)$$)});
+ok(defined poll_until($node, $db, q{SELECT count(*) >= 3 FROM spans}, 't', 40),
+	'(b) the slow job ran three times');
+sql(qq{SELECT cron.run_job($slow)});
+ok(defined poll_until($node, $db, q{SELECT count(*) >= 5 FROM spans}, 't', 40),
+	'(b) and more, with a run now');
+sql(qq{SELECT cron.alter_job($slow, active => false)});
+ok(defined poll_until($node, $db,
+	qq{SELECT count(*) = 0 FROM schedq.task WHERE lock_key = 'cron.job.$slow' AND status IN ('pending', 'available', 'running')}, 't', 20),
+	'(b) its last run ends');
+# the executor's own record: started_at and finished_at of each run
+is(sql(qq{SELECT count(*) FROM schedq.task a JOIN schedq.task b
+	ON a.lock_key = b.lock_key AND a.id < b.id
+	AND a.started_at < b.finished_at AND b.started_at < a.finished_at
+	WHERE a.lock_key = 'cron.job.$slow'}), '0', '(b) no two runs at once');
+ok(sql(qq{SELECT skipped FROM schedq.periodic WHERE name = 'cron.job.$slow'}) > 0,
+	'(b) overlapping ticks were skipped');
+
+# (c)
+my $bad = sql(q{SET ROLE jobber; SELECT cron.schedule('bad', '@yearly', 'SELECT 1/0')});
+my $next = sql(qq{SELECT next_run FROM schedq.periodic WHERE name = 'cron.job.$bad'});
+sql(qq{SET ROLE jobber; SELECT cron.run_job($bad)});
+ok(defined poll_until($node, $db,
+	qq{SELECT status || ' ' || return_message FROM cron.job_run_details WHERE jobid = $bad},
+	sub { $_[0] =~ /^failed .*division by zero/ }, 30),
+	'(c) failed, with the error');
+is(sql(qq{SELECT failed, last_status FROM cron.job_health WHERE jobid = $bad}), 't|failed',
+	'(c) job_health says failed');
+sql(q{SET ROLE jobber; SELECT cron.schedule('bad2', '@yearly', 'SELECT 1/0')});
+my $bad2 = sql(q{SELECT jobid FROM cron.job WHERE jobname = 'bad2'});
+sql(qq{SELECT cron.set_job_options($bad2, max_attempts => 3)});
+# a division by zero is for good at once (the executor's rule); an error
+# the command raises itself is retried
+sql(qq{SELECT cron.alter_job($bad2, command => \$c\$DO \$d\$BEGIN RAISE EXCEPTION 'try again'; END \$d\$\$c\$)});
+sql(qq{SELECT cron.run_job($bad2)});
+ok(defined poll_until($node, $db,
+	qq{SELECT attempts, status FROM schedq.task WHERE lock_key = 'cron.job.$bad2'},
+	sub { $_[0] eq '3|failed' }, 90),
+	'(c) with max_attempts 3, three attempts');
+
+# (d)
+is(sql(qq{SELECT next_run FROM schedq.periodic WHERE name = 'cron.job.$bad'}), $next,
+	'(d) run_job leaves the next tick');
+
+# (e)
+my $boot = sql(q{SET ROLE jobber; SELECT cron.schedule('boot', '@reboot',
+	$$INSERT INTO ticks (job) VALUES ('boot')$$)});
+is(stays($node, $db, q{SELECT count(*) FROM ticks WHERE job = 'boot'}, '0', 3), undef,
+	'(e) @reboot does not run when scheduled');
+$node->restart;
+ok(defined poll_until($node, $db, q{SELECT count(*) FROM ticks WHERE job = 'boot'}, '1', 30),
+	'(e) it runs after the restart');
+is(stays($node, $db, q{SELECT count(*) FROM ticks WHERE job = 'boot'}, '1', 3), undef,
+	'(e) once');
+$node->restart;
+ok(defined poll_until($node, $db, q{SELECT count(*) FROM ticks WHERE job = 'boot'}, '2', 30),
+	'(e) and once more after the next');
+
+# (f)
+my $last = sql(q{SET ROLE jobber; SELECT cron.schedule('last', '0 11 $ * *', 'SELECT 1')});
+is(sql(qq{SELECT extract(day FROM (next_run AT TIME ZONE 'GMT') + interval '1 day') = 1
+		AND to_char(next_run AT TIME ZONE 'GMT', 'HH24:MI:SS') = '11:00:00'
+		AND next_run > now() AND next_run < now() + interval '32 days'
+	FROM schedq.periodic WHERE name = 'cron.job.$last'}), 't',
+	'(f) $ is the last day of the month');
+
+# (g)
+my $kept = sql(q{SET ROLE jobber; SELECT cron.schedule('kept', '1 seconds',
+	$$INSERT INTO ticks (job) VALUES ('kept')$$)});
+sql(qq{SET ROLE jobber; SELECT cron.set_job_options($kept, keep_runs => 3)});
+sql(q{CREATE SEQUENCE errs_seq; GRANT USAGE ON SEQUENCE errs_seq TO jobber});
+my $errs = sql(q{SET ROLE jobber; SELECT cron.schedule('errs', '1 seconds',
+	$$SELECT 1 / (nextval('errs_seq') % 2)::int$$)});
+sql(qq{SET ROLE jobber; SELECT cron.set_job_options($errs, errors_only => true, max_attempts => 1)});
+ok(defined poll_until($node, $db, q{SELECT count(*) >= 8 FROM ticks WHERE job = 'kept'}, 't', 30),
+	'(g) the job keeping 3 runs ran 8 times');
+ok(defined poll_until($node, $db, q{SELECT last_value >= 8 FROM errs_seq}, 't', 30),
+	'(g) the errors-only job ran 8 times');
+sql(qq{SELECT cron.alter_job($kept, active => false); SELECT cron.alter_job($errs, active => false)});
+ok(sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $kept}) <= 4,
+	'(g) at most 4 runs of the job keeping 3');
+my ($ok_runs, $failed_runs) = split /\|/, sql(qq{SELECT count(*) FILTER (WHERE status = 'succeeded'),
+	count(*) FILTER (WHERE status = 'failed') FROM cron.job_run_details WHERE jobid = $errs});
+ok($ok_runs <= 1, "(g) errors only: $ok_runs succeeded run shown");
+ok($failed_runs >= 3, "(g) and its $failed_runs failures, every other run");
+sql(q{CREATE ROLE nocron LOGIN});
+my $other = sql(q{SELECT cron.schedule_in_database('other', '@daily', 'SELECT 1', current_database(), 'nocron')});
+my ($rc, $o, $e) = $node->psql($db, qq{SELECT cron.set_job_options($other, keep_runs => 1)});
+like($e, qr/has no USAGE on schema cron/, '(g) the option needs the job\'s user to have USAGE on schema cron');
+
+# (h)
+my $dump = PostgreSQL::Test::Utils::tempdir . '/cron.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr($db) ], '(h) pg_dump');
+sql(q{CREATE DATABASE restored});
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), $dump ],
+	'(h) pg_restore into another database, without an error');
+my $jobs_q = q{SELECT string_agg(format('%s %s %s %s %s', jobid, jobname, schedule, username, active), ', ' ORDER BY jobid) FROM cron.job};
+my $sched_q = q{SELECT string_agg(format('%s %s %s %s %s', name, schedule, timezone, owner, enabled), ', ' ORDER BY name)
+	FROM schedq.periodic WHERE name LIKE 'cron.job.%'};
+is($node->safe_psql('restored', $jobs_q), sql($jobs_q), '(h) the jobs come back');
+is($node->safe_psql('restored', $sched_q), sql($sched_q), '(h) their schedules too');
+is($node->safe_psql('restored', q{SELECT count(*) FROM cron.job_options}),
+	sql(q{SELECT count(*) FROM cron.job_options}), '(h) their options too');
+is($node->safe_psql('restored', q{SELECT DISTINCT database FROM cron.job}), 'restored',
+	'(h) in the new database');
+
+$node->stop;
+done_testing();
