@@ -64,30 +64,7 @@ sub submit_as_app
 	return $node->safe_psql('postgres', "SET ROLE app; $_[0]");
 }
 
-# Wait until $cond returns true, at most $timeout seconds.
-sub wait_for
-{
-	my ($cond, $timeout, $what) = @_;
-	my $start = time;
 
-	while (time - $start < $timeout)
-	{
-		return 1 if $cond->();
-		usleep(50_000);
-	}
-	diag "timed out after ${timeout}s waiting for $what";
-	return 0;
-}
-
-sub slurp
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or return '';
-	local $/;
-	my $t = <$fh>;
-	close $fh;
-	return $t // '';
-}
 
 sub script
 {

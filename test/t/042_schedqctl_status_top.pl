@@ -42,15 +42,6 @@ sub q1
 	return $node->safe_psql('postgres', $_[0]);
 }
 
-sub slurp
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or return '';
-	local $/;
-	my $t = <$fh>;
-	close $fh;
-	return $t // '';
-}
 
 ok( defined poll_until(
 		$node, 'postgres',

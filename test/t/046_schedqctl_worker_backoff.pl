@@ -35,15 +35,6 @@ sub q1
 	return $node->safe_psql('postgres', $_[0]);
 }
 
-sub slurp
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or return '';
-	local $/;
-	my $t = <$fh>;
-	close $fh;
-	return $t // '';
-}
 
 # The server's log from byte $offset on.
 sub log_since
@@ -51,20 +42,6 @@ sub log_since
 	return PostgreSQL::Test::Utils::slurp_file($node->logfile, $_[0]);
 }
 
-# Wait until $cond returns true, at most $timeout seconds.
-sub wait_for
-{
-	my ($cond, $timeout, $what) = @_;
-	my $start = time;
-
-	while (time - $start < $timeout)
-	{
-		return 1 if $cond->();
-		usleep(50_000);
-	}
-	diag "timed out after ${timeout}s waiting for $what";
-	return 0;
-}
 
 # Wait for a worker to exit; returns its exit code (undef on timeout).
 sub wait_exit

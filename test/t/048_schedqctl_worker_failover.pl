@@ -44,15 +44,6 @@ $ro->reload;
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $dead = PostgreSQL::Test::Cluster::get_free_port();
 
-sub slurp
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or return '';
-	local $/;
-	my $t = <$fh>;
-	close $fh;
-	return $t // '';
-}
 
 sub q1
 {

@@ -127,28 +127,7 @@ sub bq
 	return $out;
 }
 
-sub slurp
-{
-	my ($path) = @_;
-	open(my $f, '<', $path) or return '';
-	local $/;
-	my $t = <$f>;
-	close $f;
-	return $t // '';
-}
 
-# Wait for $cond, at most $timeout seconds.
-sub wait_for
-{
-	my ($cond, $timeout) = @_;
-	my $start = time;
-	while (time - $start < $timeout)
-	{
-		return 1 if $cond->();
-		usleep(50_000);
-	}
-	return 0;
-}
 
 ok(wait_for(sub { (bpsql('app', 'SELECT 1'))[0] == 0 }, 30),
 	'pgbouncer takes connections')

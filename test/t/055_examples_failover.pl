@@ -71,15 +71,6 @@ $ro->reload;
 my $dead = PostgreSQL::Test::Cluster::get_free_port();
 my ($h, $p) = ($node->host, $node->port);
 
-sub slurp
-{
-	my ($path) = @_;
-	open(my $f, '<', $path) or return '';
-	local $/;
-	my $t = <$f>;
-	close $f;
-	return $t // '';
-}
 
 sub as_app
 {

@@ -16,7 +16,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use DocBlocks;
 
-our @EXPORT = qw(schedq_node doc_roles poll_until poll_value stays metric);
+our @EXPORT = qw(schedq_node doc_roles poll_until poll_value wait_for slurp stays metric);
 
 # A new node $name with schedq in shared_preload_libraries.  Options:
 #   init      => { ... }  passed to $node->init (allows_streaming => 1)
@@ -115,6 +115,34 @@ sub metric
 	my ($node, $name) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT value FROM schedq.metrics() WHERE name = '$name'");
+}
+
+
+# Wait until $cond->() returns true, at most $timeout seconds; says what it
+# waited for ($what, optional) when it times out.  Returns 1 or 0.
+sub wait_for
+{
+	my ($cond, $timeout, $what) = @_;
+	my $start = time;
+
+	while (time - $start < $timeout)
+	{
+		return 1 if $cond->();
+		usleep(50_000);
+	}
+	diag "timed out after ${timeout}s waiting for $what" if defined $what;
+	return 0;
+}
+
+# The contents of a file, or '' while it does not exist yet.
+sub slurp
+{
+	my ($path) = @_;
+	open(my $fh, '<', $path) or return '';
+	local $/;
+	my $t = <$fh>;
+	close $fh;
+	return $t // '';
 }
 
 1;
