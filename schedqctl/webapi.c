@@ -14,15 +14,18 @@
  *	  answers the database's refusal in its place, and the rest still
  *	  shows.
  *
- *	  Costs, with the indexes of sql/schedq--1.2.sql: the task list reads
- *	  the primary key backwards from a cursor (keyset pagination: id <
- *	  before, newest first; no OFFSET, no count); the charts (a call of
- *	  their own, which the page polls less often) read the tasks finished
- *	  in the last hour through task_finished_idx; the gates read
- *	  the live tasks of their keys through task_lock_key_idx and
+ *	  Costs, with the indexes of sql/schedq--1.2.sql: no call reads the
+ *	  retained history whole.  The task list reads the primary key
+ *	  backwards from a cursor (keyset pagination: id < before, newest
+ *	  first; no OFFSET, no count); the overview counts the live tasks
+ *	  through the partial indexes of each status and samples the finished
+ *	  ones of the last hour through task_finished_idx; the charts (a call
+ *	  of their own, which the page polls less often) read a bounded sample
+ *	  of each minute through task_finished_idx; the gates read the live
+ *	  tasks of their keys through task_lock_key_idx and
  *	  task_concurrency_key_idx; the workers read the running tasks through
- *	  task_running_idx.  The queue counts read every retained task once, as
- *	  queue_stats (which schedqctl status shows) does twice.
+ *	  task_running_idx and the newest finished through task_finished_idx; a
+ *	  run's tasks are read through task_run_all_idx.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -43,56 +46,107 @@ typedef struct WebQuery
 	((call)->source == WEB_SOURCE_MONITOR ? (q).monitor : (q).own)
 
 /*
- * The queues, and per minute of the last hour: tasks done, failed, and
- * the quantiles of the wait from due (run_at) to start, of the tasks that
- * finished in that minute.
+ * The queues, read through indexes only, so that the cost follows the live
+ * tasks and a bounded sample, never the retained history.  The live counts
+ * are exact: available through task_available_queue_idx, running through
+ * task_running_idx, pending in its four kinds (not parked:
+ * task_pending_idx; parked on a limit: task_parked_concurrency_idx; on an
+ * exclusive key, which such a task has: task_lock_key_idx; on
+ * dependencies, which only tasks of a run have: task_run_idx).  Done and
+ * failed are the tasks finished in the last hour, read newest first
+ * through task_finished_idx up to FIN_SAMPLE of each status: when more
+ * finished, each queue's count is estimated from the newest FIN_SAMPLE
+ * (its share of them, times the hour over the time they span) and flagged.
  */
-/*
- * The queues: what queue_stats says, but read in one pass over the tasks
- * (the view reads them twice: for its list of queues, and to count).
- */
-#define OVERVIEW_SQL(T)                                                            \
-	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                \
+#define FIN_SAMPLE "2000"
+#define FIN_SAMPLE_SQL(T, STATUS, COLS)                                        \
+	"SELECT " COLS " FROM schedq." T " WHERE status = '" STATUS "' AND "       \
+	"finished_at > pg_catalog.now() - interval '1 hour' ORDER BY finished_at " \
+	"DESC LIMIT " FIN_SAMPLE " + 1"
+/* what one task of a sample of the hour stands for */
+#define FIN_WEIGHT(CTE)                                                        \
+	"(SELECT CASE WHEN count(*) > " FIN_SAMPLE " THEN 3600 / "                 \
+	"GREATEST(extract(epoch FROM pg_catalog.now() - min(finished_at)), 1) "    \
+	"ELSE 1 END FROM " CTE ")"
+#define LIVE_SQL(T, STATUS, WHERE)                                             \
+	"SELECT queue, '" STATUS "' AS status, count(*) AS n, NULL::timestamptz "  \
+	"AS oldest FROM schedq." T " WHERE status = '" STATUS "' " WHERE           \
+	" GROUP BY queue"
+#define OVERVIEW_SQL(T)                                                             \
+	"WITH live AS (SELECT queue, 'available' AS status, count(*) AS n, "            \
+	"min(run_at) AS oldest FROM schedq." T " WHERE status = 'available' "           \
+	"GROUP BY queue UNION ALL " LIVE_SQL(T, "running", "") " UNION ALL "            \
+	LIVE_SQL(T, "pending", "AND NOT parked") " UNION ALL "                          \
+	LIVE_SQL(T, "pending", "AND parked AND parked_on = 'limit'") " UNION ALL "      \
+	LIVE_SQL(T, "pending", "AND parked AND parked_on = 'lock' AND lock_key IS "     \
+			 "NOT NULL") " UNION ALL "                                              \
+	LIVE_SQL(T, "pending", "AND parked AND parked_on = 'deps' AND run_id IS "       \
+			 "NOT NULL") "), "                                                      \
+	"d AS (" FIN_SAMPLE_SQL(T, "done", "queue, finished_at") "), "                  \
+	"f AS (" FIN_SAMPLE_SQL(T, "failed", "queue, finished_at") "), "                \
+	"fin AS (SELECT queue, 'done' AS status, count(*) * " FIN_WEIGHT("d")           \
+	" AS n FROM d GROUP BY queue UNION ALL SELECT queue, 'failed', count(*) * "     \
+	FIN_WEIGHT("f") " FROM f GROUP BY queue) "                                      \
+	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                 \
 	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object(" \
-	"'queue', COALESCE(c.queue, q.name), 'paused', COALESCE(q.paused, false), "    \
-	"'pending', COALESCE(c.pending, 0), 'available', COALESCE(c.available, 0), "   \
-	"'running', COALESCE(c.running, 0), 'done', COALESCE(c.done, 0), "             \
-	"'failed', COALESCE(c.failed, 0), 'canceled', COALESCE(c.canceled, 0), "       \
-	"'skipped', COALESCE(c.skipped, 0), 'oldest_available_s', "                    \
-	"round(extract(epoch FROM pg_catalog.now() - c.oldest)::numeric, 1)) "         \
-	"ORDER BY COALESCE(c.queue, q.name)), '[]') FROM (SELECT queue, "              \
-	"count(*) FILTER (WHERE status = 'pending') AS pending, "                      \
-	"count(*) FILTER (WHERE status = 'available') AS available, "                  \
-	"count(*) FILTER (WHERE status = 'running') AS running, "                      \
-	"count(*) FILTER (WHERE status = 'done') AS done, "                            \
-	"count(*) FILTER (WHERE status = 'failed') AS failed, "                        \
-	"count(*) FILTER (WHERE status = 'canceled') AS canceled, "                    \
-	"count(*) FILTER (WHERE status = 'skipped') AS skipped, "                      \
-	"min(run_at) FILTER (WHERE status = 'available') AS oldest "                   \
-	"FROM schedq." T " GROUP BY queue) c FULL JOIN schedq.queue q "                \
-	"ON q.name = c.queue))"
+	"'queue', n.queue, 'paused', COALESCE(q.paused, false), "                       \
+	"'pending', COALESCE(l.pending, 0), 'available', COALESCE(l.available, 0), "    \
+	"'running', COALESCE(l.running, 0), 'done', COALESCE(r.done, 0), "              \
+	"'failed', COALESCE(r.failed, 0), 'done_estimated', "                           \
+	"COALESCE(r.done_est, false), 'failed_estimated', "                             \
+	"COALESCE(r.failed_est, false), 'oldest_available_s', "                         \
+	"round(extract(epoch FROM pg_catalog.now() - l.oldest)::numeric, 1)) "          \
+	"ORDER BY n.queue), '[]') FROM (SELECT queue FROM live UNION "                  \
+	"SELECT queue FROM fin UNION SELECT name FROM schedq.queue) n "                 \
+	"LEFT JOIN (SELECT queue, "                                                     \
+	"sum(n) FILTER (WHERE status = 'pending') AS pending, "                         \
+	"sum(n) FILTER (WHERE status = 'available') AS available, "                     \
+	"sum(n) FILTER (WHERE status = 'running') AS running, "                         \
+	"min(oldest) AS oldest FROM live GROUP BY queue) l ON l.queue = n.queue "       \
+	"LEFT JOIN (SELECT queue, "                                                     \
+	"round(sum(n) FILTER (WHERE status = 'done')) AS done, "                        \
+	"round(sum(n) FILTER (WHERE status = 'failed')) AS failed, "                    \
+	"bool_or(n <> round(n)) FILTER (WHERE status = 'done') AS done_est, "           \
+	"bool_or(n <> round(n)) FILTER (WHERE status = 'failed') AS failed_est "        \
+	"FROM fin GROUP BY queue) r ON r.queue = n.queue "                              \
+	"LEFT JOIN schedq.queue q ON q.name = n.queue))"
 
 /*
  * Per minute of the last hour: tasks done, failed, and the quantiles of
  * the wait from due (run_at) to start, of the tasks that finished in that
- * minute (task_finished_idx).
+ * minute, each minute read through task_finished_idx.  A minute is read up
+ * to MINUTE_SAMPLE tasks of each status: when more finished in it, its
+ * count is estimated from the time the first MINUTE_SAMPLE span; the
+ * quantiles are of the minute's first LATENCY_SAMPLE done and
+ * LATENCY_SAMPLE failed tasks.
  */
-#define CHARTS_SQL(T)                                                               \
-	"SELECT pg_catalog.json_build_object('minutes', (SELECT "                       \
-	"pg_catalog.json_agg(pg_catalog.json_build_object("                             \
-	"'t', m.m, 'done', COALESCE(f.done, 0), 'failed', COALESCE(f.failed, 0), "      \
-	"'latency', f.q) ORDER BY m.m) FROM pg_catalog.generate_series("                \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes', "   \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()), interval '1 minute') "      \
-	"AS m(m) LEFT JOIN (SELECT pg_catalog.date_trunc('minute', finished_at) AS m, " \
-	"count(*) FILTER (WHERE status = 'done') AS done, "                             \
-	"count(*) FILTER (WHERE status = 'failed') AS failed, "                         \
-	"pg_catalog.percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY "    \
-	"extract(epoch FROM GREATEST(started_at - run_at, "                             \
-	"interval '0'))) FILTER (WHERE started_at IS NOT NULL) AS q "                   \
-	"FROM schedq." T " WHERE status IN ('done', 'failed') AND finished_at > "       \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes' "    \
-	"GROUP BY 1) f ON f.m = m.m))"
+#define MINUTE_SAMPLE "1000"
+#define LATENCY_SAMPLE "200"
+#define MINUTE_RANGE                                                           \
+	"finished_at >= m.m AND finished_at < m.m + interval '1 minute'"
+#define MINUTE_COUNT_SQL(T, STATUS)                                             \
+	"CROSS JOIN LATERAL (SELECT CASE WHEN count(*) <= " MINUTE_SAMPLE           \
+	" THEN count(*) ELSE round(" MINUTE_SAMPLE " * 60 / GREATEST(extract("      \
+	"epoch FROM max(s.finished_at) - m.m), 0.001)) END AS n, count(*) > "       \
+	MINUTE_SAMPLE " AS est FROM (SELECT finished_at FROM schedq." T " WHERE "   \
+	"status = '" STATUS "' AND " MINUTE_RANGE " ORDER BY finished_at LIMIT "    \
+	MINUTE_SAMPLE " + 1) s) "
+#define MINUTE_LATENCY_SQL(T, STATUS)                                          \
+	"(SELECT started_at, run_at FROM schedq." T " WHERE status = '" STATUS     \
+	"' AND " MINUTE_RANGE " AND started_at IS NOT NULL ORDER BY finished_at "  \
+	"LIMIT " LATENCY_SAMPLE ")"
+#define CHARTS_SQL(T)                                                            \
+	"SELECT pg_catalog.json_build_object('minutes', pg_catalog.json_agg("        \
+	"pg_catalog.json_build_object('t', m.m, 'done', d.n, 'failed', f.n, "        \
+	"'estimated', d.est OR f.est, 'latency', l.q) ORDER BY m.m)) "               \
+	"FROM pg_catalog.generate_series(pg_catalog.date_trunc('minute', "           \
+	"pg_catalog.now()) - interval '59 minutes', pg_catalog.date_trunc("          \
+	"'minute', pg_catalog.now()), interval '1 minute') AS m(m) "                 \
+	MINUTE_COUNT_SQL(T, "done") "d " MINUTE_COUNT_SQL(T, "failed") "f "          \
+	"CROSS JOIN LATERAL (SELECT pg_catalog.percentile_cont(ARRAY[0.5, 0.95, "    \
+	"0.99]) WITHIN GROUP (ORDER BY extract(epoch FROM GREATEST(s.started_at - " \
+	"s.run_at, interval '0'))) AS q FROM (" MINUTE_LATENCY_SQL(T, "done")        \
+	" UNION ALL " MINUTE_LATENCY_SQL(T, "failed") ") s) l"
 
 static const WebQuery overview_q = {
 	OVERVIEW_SQL("task"),
@@ -223,16 +277,26 @@ static const char *const budgets_sql =
 	"(SELECT name, hard_limit, period::text AS period, used, period_start "
 	"FROM schedq.budget ORDER BY name LIMIT 500) b";
 
-static const WebQuery workers_q = {
-	"SELECT COALESCE(pg_catalog.json_agg(w ORDER BY w.running DESC, "
-	"w.last_seen DESC NULLS LAST, w.worker), '[]') FROM (SELECT * FROM "
-	"schedq.worker_status ORDER BY running DESC, last_seen DESC NULLS LAST "
-	"LIMIT 200) w",
-	"SELECT COALESCE(pg_catalog.json_agg(w ORDER BY w.running DESC, "
-	"w.last_seen DESC NULLS LAST, w.worker), '[]') FROM (SELECT * FROM "
-	"schedq.all_worker_status ORDER BY running DESC, last_seen DESC NULLS "
-	"LAST LIMIT 200) w",
-};
+/*
+ * Workers: those holding a running task (task_running_idx), and those that
+ * finished one of the newest FIN_SAMPLE done and FIN_SAMPLE failed tasks of
+ * the last hour (task_finished_idx); with their running tasks, how many of
+ * that sample they finished, and their last claim among these tasks.
+ */
+#define WORKERS_SQL(T)                                                              \
+	"SELECT COALESCE(pg_catalog.json_agg(w ORDER BY w.running DESC, "               \
+	"w.last_seen DESC NULLS LAST, w.worker), '[]') FROM (SELECT claimed_by AS "     \
+	"worker, count(*) FILTER (WHERE s.running) AS running, count(*) FILTER ("       \
+	"WHERE NOT s.running) AS recent, max(started_at) AS last_seen FROM ("           \
+	"SELECT claimed_by, started_at, true AS running FROM schedq." T                 \
+	" WHERE status = 'running' UNION ALL (" FIN_SAMPLE_SQL(T, "done",               \
+	"claimed_by, started_at, false") ") UNION ALL (" FIN_SAMPLE_SQL(T, "failed",    \
+	"claimed_by, started_at, false") ")) s WHERE claimed_by IS NOT NULL "           \
+	"GROUP BY claimed_by ORDER BY running DESC, last_seen DESC NULLS LAST "         \
+	"LIMIT 200) w"
+
+static const WebQuery workers_q = { WORKERS_SQL("task"),
+									WORKERS_SQL("all_tasks") };
 
 #define RUNNING_SQL(T)                                                           \
 	"SELECT COALESCE(pg_catalog.json_agg(r ORDER BY r.lease_expires_at, r.id), " \

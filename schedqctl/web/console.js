@@ -291,8 +291,8 @@ pages.overview = {
         { title: 'available', key: 'available', num: true },
         { title: 'running', key: 'running', num: true },
         { title: 'pending', key: 'pending', num: true },
-        { title: 'failed', key: 'failed', num: true },
-        { title: 'done', key: 'done', num: true },
+        { title: 'failed (1 h)', key: 'failed', cell: (r) => (r.failed_estimated ? '~' : '') + r.failed, num: true },
+        { title: 'done (1 h)', key: 'done', cell: (r) => (r.done_estimated ? '~' : '') + r.done, num: true },
         { title: 'oldest available', cell: (r) => (r.oldest_available_s === null ? '' : r.oldest_available_s + ' s'), num: true },
         { title: '', cell: (r) => (r.paused ? actionButton('Resume', 'resume', { queue: r.queue }, 'resume ' + r.queue)
           : actionButton('Pause', 'pause', { queue: r.queue }, 'pause ' + r.queue)) },
@@ -537,7 +537,7 @@ pages.workers = {
     const d = await api('workers');
     if (!current()) return;
     clear($('worker-list')).append(denied(d.workers) || table([
-      { title: 'worker', key: 'worker' }, { title: 'running', key: 'running', num: true }, { title: 'claims', key: 'claims', num: true },
+      { title: 'worker', key: 'worker' }, { title: 'running', key: 'running', num: true }, { title: 'recently finished', key: 'recent', num: true },
       { title: 'last claim', cell: (r) => fmtTime(r.last_seen) }], d.workers, (r) => ({ 'data-worker': r.worker })));
     const now = Date.now();
     clear($('worker-running')).append(denied(d.running) || table([
