@@ -273,7 +273,7 @@ async function loadCharts(current) {
   if (m.some((r) => r.estimated)) {
     box.append(h('p', { class: 'muted', id: 'chart-estimated' },
       'Minutes with more than 500 tasks of a status are estimated from the time their first 500 span; ' +
-      'their waits are those of their first 100 done and 100 failed tasks.'));
+      'the waits of a minute are those of about its first 100 tasks.'));
   }
 }
 

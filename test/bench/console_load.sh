@@ -34,7 +34,7 @@ FINISHED=${BENCH_FINISHED:-200000}
 CLIENTS=${BENCH_CLIENTS:-4}
 SECONDS_RUN=${BENCH_SECONDS:-10}
 REPEAT=${BENCH_REPEAT:-5}
-TOPUP=100000
+TOPUP=150000
 DB=bench
 WEB_PID=
 POLL_PID=
@@ -117,7 +117,7 @@ poll() {
 topup() {
 	local n
 	n=$(psql_q -c "SELECT count(*) FROM schedq.task WHERE status = 'available'")
-	if ((n < TOPUP)); then
+	if ((n < TOPUP / 2)); then
 		bench_submit "$DB" "$TOPUP"
 	fi
 	psql_q -c "VACUUM schedq.task" >/dev/null
