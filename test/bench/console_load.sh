@@ -10,10 +10,15 @@
 # alternate without and with a console open on the overview page: a loop
 # that asks for /api/overview, waits two seconds after each answer, and
 # asks for /api/charts every 30 seconds, as the page does (console.js:
-# POLL_MS, CHARTS_MS).  Before each run the queue is topped up so that it
-# never runs dry.  Prints the median throughput of each side, the median
+# POLL_MS, CHARTS_MS); the order of the two alternates from round to
+# round.  Before each run the queue is topped up so that it never runs
+# dry, and vacuumed and analyzed.  Prints the median throughput of each side, the median
 # of the ratios of each round (with / without), and the console's calls
-# made during the runs with their median time.
+# made during the runs with their median time.  On a shared machine the
+# rates move a lot from run to run; the CPU figures move much less: the
+# server's CPU time per task on each side (every process of the server,
+# from /proc), the CPU time of the console's own backends per second of
+# polling and their share of the server's, and schedqctl web's own.
 #
 # Environment: PG_CONFIG (default PostgreSQL 15), BENCH_FINISHED (200000),
 # BENCH_CLIENTS (4), BENCH_SECONDS (10), BENCH_REPEAT (5 rounds of each),
@@ -120,27 +125,77 @@ topup() {
 	if ((n < TOPUP / 2)); then
 		bench_submit "$DB" "$TOPUP"
 	fi
-	psql_q -c "VACUUM schedq.task" >/dev/null
+	psql_q -c "VACUUM ANALYZE schedq.task" >/dev/null
 }
 
-without=
-with=
-ratios=
+without= with= ratios= cpu_without= cpu_with= console= share= web=
 : >"$TMP/calls"
-for r in $(seq 1 "$REPEAT"); do
+# CPU time in clock ticks: ticks PID... (utime + stime of live processes);
+# server_ticks: every process of the server, the exited ones too (the
+# postmaster's reaped children, cutime + cstime).
+ticks() {
+	local p t=0
+	for p in "$@"; do
+		[[ -r /proc/$p/stat ]] || continue
+		t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
+	done
+	echo "$t"
+}
+server_ticks() {
+	local pm
+	pm=$(head -n 1 "$PGDATA_DIR/postmaster.pid")
+	echo $(($(sed 's/.*) //' "/proc/$pm/stat" | awk '{ print $12 + $13 + $14 + $15 }') +
+		$(ticks $(pgrep -P "$pm"))))
+}
+HZ=$(getconf CLK_TCK)
+
+# run_side on|off: one measured run, with or without the console polling;
+# sets PGB_TPS, SERVER_MS (the server's CPU over the run, ms) and, with the
+# console, CONSOLE_MS (its backends' CPU) and WEB_MS (schedqctl web's).
+run_side() {
+	local s0 c0 w0 cpids
 	topup
+	cpids=$(psql_q -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity
+	                   WHERE application_name = 'schedqctl web'")
+	s0=$(server_ticks)
+	# shellcheck disable=SC2086
+	c0=$(ticks $cpids)
+	w0=$(ticks "$WEB_PID")
+	if [[ $1 == on ]]; then
+		poll &
+		POLL_PID=$!
+	fi
 	bench_pgbench "$DB" schedq_claim_complete.sql "$CLIENTS" "$SECONDS_RUN"
-	off=$PGB_TPS
-	topup
-	poll &
-	POLL_PID=$!
-	bench_pgbench "$DB" schedq_claim_complete.sql "$CLIENTS" "$SECONDS_RUN"
-	on=$PGB_TPS
 	stop_poll
-	log "round $r: without a console $off, with one $on tasks/s (load $(loadavg))"
+	SERVER_MS=$(calc "($(server_ticks) - $s0) * 1000 / $HZ")
+	# shellcheck disable=SC2086
+	CONSOLE_MS=$(calc "($(ticks $cpids) - $c0) * 1000 / $HZ")
+	WEB_MS=$(calc "($(ticks "$WEB_PID") - $w0) * 1000 / $HZ")
+}
+
+for r in $(seq 1 "$REPEAT"); do
+	# the order alternates from round to round, so that neither side
+	# always runs first after the queue is topped up
+	for side in $( ((r % 2)) && echo off on || echo on off); do
+		run_side "$side"
+		# server CPU per task (the pgbench transaction: claim + complete)
+		per=$(calc "$SERVER_MS / ($PGB_TPS * $SECONDS_RUN)")
+		if [[ $side == off ]]; then
+			off=$PGB_TPS off_cpu=$per
+		else
+			on=$PGB_TPS on_cpu=$per
+			console+=" $(calc "$CONSOLE_MS / $SECONDS_RUN")"
+			share+=" $(calc "100 * $CONSOLE_MS / $SERVER_MS")"
+			web+=" $(calc "$WEB_MS / $SECONDS_RUN")"
+		fi
+	done
+	log "round $r: without a console $off tasks/s, $off_cpu ms server CPU a task;" \
+		"with one $on, $on_cpu (load $(loadavg))"
 	without+=" $off"
 	with+=" $on"
 	ratios+=" $(calc "$on / $off")"
+	cpu_without+=" $off_cpu"
+	cpu_with+=" $on_cpu"
 done
 
 ov=$(awk '$1 == "overview" { printf " %s", $2 * 1000 }' "$TMP/calls")
@@ -149,8 +204,13 @@ printf '%s: claim + complete, %d clients, %d s runs, %d rounds each, %d finished
 	"$BENCH_NAME" "$CLIENTS" "$SECONDS_RUN" "$REPEAT" "$FINISHED"
 printf '| %-32s | %10s |\n' "" "median"
 printf '|%s|%s|\n' "----------------------------------" "------------"
-printf '| %-32s | %10s |\n' "tasks/s, no console" "$(median "$without")"
-printf '| %-32s | %10s |\n' "tasks/s, console on the overview" "$(median "$with")"
-printf '| %-32s | %10s |\n' "with / without (per round)" "$(median "$ratios")"
-printf '| %-32s | %10s |\n' "overview calls, ms ($(wc -w <<<"$ov"))" "$(median "$ov")"
-printf '| %-32s | %10s |\n' "charts calls, ms ($(wc -w <<<"$ch"))" "$(median "$ch")"
+printf '| %-32s | %10s |\n' "tasks/s, no console" "$(printf "%.2f" "$(median "$without")")"
+printf '| %-32s | %10s |\n' "tasks/s, console on the overview" "$(printf "%.2f" "$(median "$with")")"
+printf '| %-32s | %10s |\n' "with / without (per round)" "$(printf "%.2f" "$(median "$ratios")")"
+printf '| %-32s | %10s |\n' "server CPU a task, ms, no console" "$(printf "%.2f" "$(median "$cpu_without")")"
+printf '| %-32s | %10s |\n' "server CPU a task, ms, console" "$(printf "%.2f" "$(median "$cpu_with")")"
+printf '| %-32s | %10s |\n' "console backends, CPU ms a s" "$(printf "%.2f" "$(median "$console")")"
+printf '| %-32s | %10s |\n' "console backends, % server CPU" "$(printf "%.2f" "$(median "$share")")"
+printf '| %-32s | %10s |\n' "schedqctl web, CPU ms a s" "$(printf "%.2f" "$(median "$web")")"
+printf '| %-32s | %10s |\n' "overview calls, ms ($(wc -w <<<"$ov"))" "$(printf "%.2f" "$(median "$ov")")"
+printf '| %-32s | %10s |\n' "charts calls, ms ($(wc -w <<<"$ch"))" "$(printf "%.2f" "$(median "$ch")")"
