@@ -14,15 +14,18 @@
  *	  answers the database's refusal in its place, and the rest still
  *	  shows.
  *
- *	  Costs, with the indexes of sql/schedq--1.2.sql: the task list reads
- *	  the primary key backwards from a cursor (keyset pagination: id <
- *	  before, newest first; no OFFSET, no count); the charts (a call of
- *	  their own, which the page polls less often) read the tasks finished
- *	  in the last hour through task_finished_idx; the gates read
- *	  the live tasks of their keys through task_lock_key_idx and
+ *	  Costs, with the indexes of sql/schedq--1.2.sql: no call reads the
+ *	  retained history whole.  The task list reads the primary key
+ *	  backwards from a cursor (keyset pagination: id < before, newest
+ *	  first; no OFFSET, no count); the overview counts the live tasks
+ *	  through the partial indexes of each status and samples the finished
+ *	  ones of the last hour through task_finished_idx; the charts (a call
+ *	  of their own, which the page polls less often) read a bounded sample
+ *	  of each minute through task_finished_idx; the gates read the live
+ *	  tasks of their keys through task_lock_key_idx and
  *	  task_concurrency_key_idx; the workers read the running tasks through
- *	  task_running_idx.  The queue counts read every retained task once, as
- *	  queue_stats (which schedqctl status shows) does twice.
+ *	  task_running_idx and the newest finished through task_finished_idx; a
+ *	  run's tasks are read through task_run_all_idx.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -43,56 +46,150 @@ typedef struct WebQuery
 	((call)->source == WEB_SOURCE_MONITOR ? (q).monitor : (q).own)
 
 /*
- * The queues, and per minute of the last hour: tasks done, failed, and
- * the quantiles of the wait from due (run_at) to start, of the tasks that
- * finished in that minute.
+ * The queries are built by macros that nest (a table's name, samples,
+ * windows), which clang-format cannot lay out: they are kept within 80
+ * columns by hand.
  */
+/* clang-format off */
+
 /*
- * The queues: what queue_stats says, but read in one pass over the tasks
- * (the view reads them twice: for its list of queues, and to count).
+ * The queues, read through indexes only, so that the cost follows a bounded
+ * part of the live tasks and a bounded sample of the finished ones, never
+ * the retained history.
+ *
+ * Available: the queues and, per queue and priority, the oldest task, one
+ * step of task_available_queue_idx each (so the oldest is exact); the
+ * count per queue, exact up to LIVE_MAX (beyond, LIVE_MAX + 1 and a flag).
+ * Running: task_running_idx, exact (as many as the workers hold).  Pending,
+ * in its four kinds, up to LIVE_MAX + 1 of each (beyond, a flag): not
+ * parked (task_pending_idx), parked on a limit
+ * (task_parked_concurrency_idx), on an exclusive key, which such a task
+ * has (task_lock_key_idx), on dependencies, which only tasks of a run have
+ * (task_run_all_idx).
+ *
+ * Done and failed: the tasks finished in the last hour, read newest first
+ * through task_finished_idx, up to FIN_SAMPLE of each status; when there
+ * are as many, the counts are those of the shorter window the newest
+ * FIN_SAMPLE span (done_window_s, failed_window_s: exact, over less time).
  */
-#define OVERVIEW_SQL(T)                                                            \
-	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "                \
-	"'queues', (SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object(" \
-	"'queue', COALESCE(c.queue, q.name), 'paused', COALESCE(q.paused, false), "    \
-	"'pending', COALESCE(c.pending, 0), 'available', COALESCE(c.available, 0), "   \
-	"'running', COALESCE(c.running, 0), 'done', COALESCE(c.done, 0), "             \
-	"'failed', COALESCE(c.failed, 0), 'canceled', COALESCE(c.canceled, 0), "       \
-	"'skipped', COALESCE(c.skipped, 0), 'oldest_available_s', "                    \
-	"round(extract(epoch FROM pg_catalog.now() - c.oldest)::numeric, 1)) "         \
-	"ORDER BY COALESCE(c.queue, q.name)), '[]') FROM (SELECT queue, "              \
-	"count(*) FILTER (WHERE status = 'pending') AS pending, "                      \
-	"count(*) FILTER (WHERE status = 'available') AS available, "                  \
-	"count(*) FILTER (WHERE status = 'running') AS running, "                      \
-	"count(*) FILTER (WHERE status = 'done') AS done, "                            \
-	"count(*) FILTER (WHERE status = 'failed') AS failed, "                        \
-	"count(*) FILTER (WHERE status = 'canceled') AS canceled, "                    \
-	"count(*) FILTER (WHERE status = 'skipped') AS skipped, "                      \
-	"min(run_at) FILTER (WHERE status = 'available') AS oldest "                   \
-	"FROM schedq." T " GROUP BY queue) c FULL JOIN schedq.queue q "                \
-	"ON q.name = c.queue))"
+#define LIVE_MAX "10000"
+#define FIN_SAMPLE "1000"
+#define FIN_SAMPLE_SQL(T, STATUS, COLS)                                        \
+	"SELECT " COLS " FROM schedq." T " WHERE status = '" STATUS "' AND "       \
+	"finished_at > pg_catalog.now() - interval '1 hour' ORDER BY finished_at " \
+	"DESC LIMIT " FIN_SAMPLE
+/* the window of a sample of the hour, in seconds */
+#define FIN_WINDOW(CTE)                                                        \
+	"(SELECT CASE WHEN count(*) >= " FIN_SAMPLE " THEN round(extract(epoch "   \
+	"FROM pg_catalog.now() - min(finished_at))::numeric, 1) ELSE 3600 END "    \
+	"FROM " CTE ")"
+#define PEND_SQL(T, KIND, WHERE)                                               \
+	"(SELECT " KIND " AS k, queue FROM schedq." T " WHERE status = 'pending' " \
+	WHERE " LIMIT " LIVE_MAX " + 1)"
+#define AVAIL_HEAD_SQL(T, AFTER)                                               \
+	"SELECT queue, -(priority::bigint) AS np, run_at FROM schedq." T           \
+	" WHERE status = 'available' " AFTER " ORDER BY queue, "                   \
+	"-(priority::bigint), run_at, id LIMIT 1"
+#define OVERVIEW_CTES(T)                                                       \
+	"WITH RECURSIVE qp AS (("                                                  \
+	AVAIL_HEAD_SQL(T, "")                                                      \
+	") UNION ALL SELECT x.* FROM qp CROSS JOIN LATERAL ("                      \
+	AVAIL_HEAD_SQL(T, "AND (queue, -(priority::bigint)) > (qp.queue, qp.np)")  \
+	") x), avail AS (SELECT a.queue, c.n, a.oldest FROM (SELECT queue, "       \
+	"min(run_at) AS oldest FROM qp GROUP BY queue) a CROSS JOIN LATERAL ("     \
+	"SELECT count(*) AS n FROM (SELECT FROM schedq." T " t WHERE "             \
+	"t.status = 'available' AND t.queue = a.queue LIMIT " LIVE_MAX " + 1) "    \
+	"s) c), pend AS ("                                                         \
+	PEND_SQL(T, "1", "AND NOT parked")                                         \
+	" UNION ALL "                                                              \
+	PEND_SQL(T, "2", "AND parked AND parked_on = 'limit'")                     \
+	" UNION ALL "                                                              \
+	PEND_SQL(T, "3", "AND parked AND parked_on = 'lock' "                      \
+			 "AND lock_key IS NOT NULL")                                       \
+	" UNION ALL "                                                              \
+	PEND_SQL(T, "4", "AND parked AND parked_on = 'deps' "                      \
+			 "AND run_id IS NOT NULL")                                         \
+	"), run AS (SELECT queue, count(*) AS n FROM schedq." T " WHERE status = " \
+	"'running' GROUP BY queue), d AS ("                                        \
+	FIN_SAMPLE_SQL(T, "done", "queue, finished_at")                            \
+	"), f AS ("                                                                \
+	FIN_SAMPLE_SQL(T, "failed", "queue, finished_at")                          \
+	"), fin AS (SELECT queue, 'done' AS status, count(*) AS n FROM d GROUP "   \
+	"BY queue UNION ALL SELECT queue, 'failed', count(*) FROM f GROUP BY "     \
+	"queue) "
+#define OVERVIEW_SQL(T)                                                        \
+	OVERVIEW_CTES(T)                                                           \
+	"SELECT pg_catalog.json_build_object('now', pg_catalog.now(), "            \
+	"'done_window_s', "                                                        \
+	FIN_WINDOW("d")                                                            \
+	", 'failed_window_s', "                                                    \
+	FIN_WINDOW("f")                                                            \
+	", 'queues', "                                                             \
+	"(SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object("      \
+	"'queue', n.queue, 'paused', COALESCE(q.paused, false), "                  \
+	"'pending', COALESCE(p.n, 0), 'pending_more', (SELECT COALESCE("          \
+	"bool_or(c > " LIVE_MAX "), false) FROM (SELECT count(*) AS c FROM pend "  \
+	"GROUP BY k) x), 'available', LEAST(COALESCE(a.n, 0), " LIVE_MAX "), "     \
+	"'available_more', COALESCE(a.n > " LIVE_MAX ", false), "                  \
+	"'running', COALESCE(r.n, 0), 'done', COALESCE(z.done, 0), "               \
+	"'failed', COALESCE(z.failed, 0), 'oldest_available_s', "                  \
+	"round(extract(epoch FROM pg_catalog.now() - a.oldest)::numeric, 1)) "     \
+	"ORDER BY n.queue), '[]') FROM (SELECT queue FROM avail UNION "            \
+	"SELECT queue FROM pend UNION SELECT queue FROM run UNION "                \
+	"SELECT queue FROM fin UNION SELECT name FROM schedq.queue) n "            \
+	"LEFT JOIN avail a ON a.queue = n.queue "                                  \
+	"LEFT JOIN (SELECT queue, count(*) AS n FROM pend GROUP BY queue) p "      \
+	"ON p.queue = n.queue LEFT JOIN run r ON r.queue = n.queue "               \
+	"LEFT JOIN (SELECT queue, sum(n) FILTER (WHERE status = 'done') AS done, " \
+	"sum(n) FILTER (WHERE status = 'failed') AS failed FROM fin "              \
+	"GROUP BY queue) z ON z.queue = n.queue "                                  \
+	"LEFT JOIN schedq.queue q ON q.name = n.queue))"
 
 /*
  * Per minute of the last hour: tasks done, failed, and the quantiles of
  * the wait from due (run_at) to start, of the tasks that finished in that
- * minute (task_finished_idx).
+ * minute, each minute read through task_finished_idx.  A minute is read up
+ * to MINUTE_SAMPLE tasks of each status: when more finished in it, its
+ * count is estimated from the time the first MINUTE_SAMPLE span.  The
+ * quantiles are of the minute's first tasks, LATENCY_SAMPLE of the status
+ * that has more and as large a share of the other (a minute of 8,000 done
+ * and 80 failed: 100 done, 1 failed), so that the sample stands for the
+ * minute and reads few rows of the rarer status, scattered in the table.
  */
-#define CHARTS_SQL(T)                                                               \
-	"SELECT pg_catalog.json_build_object('minutes', (SELECT "                       \
-	"pg_catalog.json_agg(pg_catalog.json_build_object("                             \
-	"'t', m.m, 'done', COALESCE(f.done, 0), 'failed', COALESCE(f.failed, 0), "      \
-	"'latency', f.q) ORDER BY m.m) FROM pg_catalog.generate_series("                \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes', "   \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()), interval '1 minute') "      \
-	"AS m(m) LEFT JOIN (SELECT pg_catalog.date_trunc('minute', finished_at) AS m, " \
-	"count(*) FILTER (WHERE status = 'done') AS done, "                             \
-	"count(*) FILTER (WHERE status = 'failed') AS failed, "                         \
-	"pg_catalog.percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY "    \
-	"extract(epoch FROM GREATEST(started_at - run_at, "                             \
-	"interval '0'))) FILTER (WHERE started_at IS NOT NULL) AS q "                   \
-	"FROM schedq." T " WHERE status IN ('done', 'failed') AND finished_at > "       \
-	"pg_catalog.date_trunc('minute', pg_catalog.now()) - interval '59 minutes' "    \
-	"GROUP BY 1) f ON f.m = m.m))"
+#define MINUTE_SAMPLE  "500"
+#define LATENCY_SAMPLE "100"
+#define MINUTE_RANGE                                                           \
+	"finished_at >= m.m AND finished_at < m.m + interval '1 minute'"
+#define MINUTE_COUNT_SQL(T, STATUS)                                            \
+	"CROSS JOIN LATERAL (SELECT CASE WHEN count(*) <= " MINUTE_SAMPLE          \
+	" THEN count(*) ELSE round(" MINUTE_SAMPLE " * 60 / GREATEST(extract("     \
+	"epoch FROM max(s.finished_at) - m.m), 0.001)) END AS n, "                 \
+	"count(*) > " MINUTE_SAMPLE " AS est FROM (SELECT finished_at FROM "       \
+	"schedq." T " WHERE status = '" STATUS "' AND " MINUTE_RANGE               \
+	" ORDER BY finished_at LIMIT " MINUTE_SAMPLE " + 1) s) "
+#define MINUTE_LATENCY_SQL(T, STATUS, N)                                       \
+	"(SELECT started_at, run_at FROM schedq." T " WHERE status = '" STATUS     \
+	"' AND " MINUTE_RANGE " AND started_at IS NOT NULL ORDER BY finished_at "  \
+	"LIMIT ceil(" LATENCY_SAMPLE " * " N " / GREATEST(d.n, f.n, 1)))"
+#define CHARTS_SQL(T)                                                          \
+	"SELECT pg_catalog.json_build_object('minutes', pg_catalog.json_agg("      \
+	"pg_catalog.json_build_object('t', m.m, 'done', d.n, 'failed', f.n, "      \
+	"'estimated', d.est OR f.est, 'latency', l.q) ORDER BY m.m)) "             \
+	"FROM pg_catalog.generate_series(pg_catalog.date_trunc('minute', "         \
+	"pg_catalog.now()) - interval '59 minutes', pg_catalog.date_trunc("        \
+	"'minute', pg_catalog.now()), interval '1 minute') AS m(m) "               \
+	MINUTE_COUNT_SQL(T, "done")                                                \
+	"d "                                                                       \
+	MINUTE_COUNT_SQL(T, "failed")                                              \
+	"f CROSS JOIN LATERAL (SELECT pg_catalog.percentile_cont(ARRAY[0.5, "      \
+	"0.95, 0.99]) WITHIN GROUP (ORDER BY extract(epoch FROM GREATEST("         \
+	"s.started_at - s.run_at, interval '0'))) AS q FROM ("                     \
+	MINUTE_LATENCY_SQL(T, "done", "d.n")                                       \
+	" UNION ALL "                                                              \
+	MINUTE_LATENCY_SQL(T, "failed", "f.n")                                     \
+	") s) l"
+
+/* clang-format on */
 
 static const WebQuery overview_q = {
 	OVERVIEW_SQL("task"),
@@ -223,16 +320,31 @@ static const char *const budgets_sql =
 	"(SELECT name, hard_limit, period::text AS period, used, period_start "
 	"FROM schedq.budget ORDER BY name LIMIT 500) b";
 
-static const WebQuery workers_q = {
-	"SELECT COALESCE(pg_catalog.json_agg(w ORDER BY w.running DESC, "
-	"w.last_seen DESC NULLS LAST, w.worker), '[]') FROM (SELECT * FROM "
-	"schedq.worker_status ORDER BY running DESC, last_seen DESC NULLS LAST "
-	"LIMIT 200) w",
-	"SELECT COALESCE(pg_catalog.json_agg(w ORDER BY w.running DESC, "
-	"w.last_seen DESC NULLS LAST, w.worker), '[]') FROM (SELECT * FROM "
-	"schedq.all_worker_status ORDER BY running DESC, last_seen DESC NULLS "
-	"LAST LIMIT 200) w",
-};
+/* clang-format off */
+/*
+ * Workers: those holding a running task (task_running_idx), and those that
+ * finished one of the newest FIN_SAMPLE done and FIN_SAMPLE failed tasks of
+ * the last hour (task_finished_idx); with their running tasks, how many of
+ * that sample they finished, and their last claim among these tasks.
+ */
+#define WORKERS_SQL(T)                                                         \
+	"SELECT COALESCE(pg_catalog.json_agg(w ORDER BY w.running DESC, "          \
+	"w.last_seen DESC NULLS LAST, w.worker), '[]') FROM (SELECT claimed_by "   \
+	"AS worker, count(*) FILTER (WHERE s.running) AS running, "                \
+	"count(*) FILTER (WHERE NOT s.running) AS recent, "                        \
+	"max(started_at) AS last_seen FROM (SELECT claimed_by, started_at, "       \
+	"true AS running FROM schedq." T " WHERE status = 'running' "              \
+	"UNION ALL ("                                                              \
+	FIN_SAMPLE_SQL(T, "done", "claimed_by, started_at, false")                 \
+	") UNION ALL ("                                                            \
+	FIN_SAMPLE_SQL(T, "failed", "claimed_by, started_at, false")               \
+	")) s WHERE claimed_by IS NOT NULL GROUP BY claimed_by "                   \
+	"ORDER BY running DESC, last_seen DESC NULLS LAST LIMIT 200) w"
+
+/* clang-format on */
+
+static const WebQuery workers_q = { WORKERS_SQL("task"),
+									WORKERS_SQL("all_tasks") };
 
 #define RUNNING_SQL(T)                                                           \
 	"SELECT COALESCE(pg_catalog.json_agg(r ORDER BY r.lease_expires_at, r.id), " \

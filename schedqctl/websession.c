@@ -153,6 +153,12 @@ connect_as(const char *user, const char *password, char **why)
 		return NULL;
 	}
 	PQsetErrorContextVisibility(conn, PQSHOW_CONTEXT_NEVER);
+	/*
+	 * The console's queries are short index reads whose estimated cost can
+	 * still pass jit_above_cost: compiling them would take longer (hundreds
+	 * of milliseconds) than running them.
+	 */
+	PQclear(PQexec(conn, "SET jit = off"));
 	return conn;
 }
 

@@ -37,6 +37,11 @@ DROP INDEX schedq.task_finished_idx;
 CREATE INDEX task_finished_idx ON schedq.task (status, finished_at)
 	WHERE status IN ('done', 'failed', 'canceled', 'skipped');
 
+-- Every task of a run, finished or not, for showing a run (schedqctl web).
+-- Building it reads the table once; writes wait meanwhile.
+CREATE INDEX task_run_all_idx ON schedq.task (run_id)
+	WHERE run_id IS NOT NULL;
+
 -- Work grants: a worker claims and finishes the tasks of a role without
 -- being a member of it.
 CREATE TABLE schedq.work_grant (

@@ -127,6 +127,10 @@ CREATE INDEX task_concurrency_key_idx ON schedq.task (concurrency_key)
 -- Live tasks of a run, for finishing and halting runs.
 CREATE INDEX task_run_idx ON schedq.task (run_id)
 	WHERE run_id IS NOT NULL AND status IN ('pending', 'available', 'running');
+-- Every task of a run, finished or not, for showing a run (schedqctl web);
+-- tasks outside runs have no entry.
+CREATE INDEX task_run_all_idx ON schedq.task (run_id)
+	WHERE run_id IS NOT NULL;
 -- Dependents of a task, for releasing them when it finishes.
 CREATE INDEX task_depends_on_idx ON schedq.task USING gin (depends_on)
 	WHERE depends_on <> '{}';

@@ -270,6 +270,19 @@ async function loadCharts(current) {
     { name: 'p95', color: '#d97706', values: m.map((r) => (r.latency ? r.latency[1] : null)) },
     { name: 'p99', color: '#dc2626', values: m.map((r) => (r.latency ? r.latency[2] : null)) },
   ], 's', 'chart-latency'));
+  if (m.some((r) => r.estimated)) {
+    box.append(h('p', { class: 'muted', id: 'chart-estimated' },
+      'Minutes with more than 500 tasks of a status are estimated from the time their first 500 span; ' +
+      'the waits of a minute are those of about its first 100 tasks.'));
+  }
+}
+
+// The window of the overview's done and failed counts: the hour, or the
+// shorter time the newest tasks of a busy hour span.
+function fmtWindow(sec) {
+  if (sec >= 3600) return 'hour';
+  if (sec >= 120) return Math.round(sec / 60) + ' min';
+  return Math.max(1, Math.round(sec)) + ' s';
 }
 
 pages.overview = {
@@ -288,11 +301,11 @@ pages.overview = {
       q.append(table([
         { title: 'queue', key: 'queue' },
         { title: 'paused', cell: (r) => (r.paused ? 'paused' : '') },
-        { title: 'available', key: 'available', num: true },
+        { title: 'available', key: 'available', cell: (r) => r.available + (r.available_more ? '+' : ''), num: true },
         { title: 'running', key: 'running', num: true },
-        { title: 'pending', key: 'pending', num: true },
-        { title: 'failed', key: 'failed', num: true },
-        { title: 'done', key: 'done', num: true },
+        { title: 'pending', key: 'pending', cell: (r) => r.pending + (r.pending_more ? '+' : ''), num: true },
+        { title: 'failed, last ' + fmtWindow(o.failed_window_s), key: 'failed', num: true },
+        { title: 'done, last ' + fmtWindow(o.done_window_s), key: 'done', num: true },
         { title: 'oldest available', cell: (r) => (r.oldest_available_s === null ? '' : r.oldest_available_s + ' s'), num: true },
         { title: '', cell: (r) => (r.paused ? actionButton('Resume', 'resume', { queue: r.queue }, 'resume ' + r.queue)
           : actionButton('Pause', 'pause', { queue: r.queue }, 'pause ' + r.queue)) },
@@ -537,7 +550,7 @@ pages.workers = {
     const d = await api('workers');
     if (!current()) return;
     clear($('worker-list')).append(denied(d.workers) || table([
-      { title: 'worker', key: 'worker' }, { title: 'running', key: 'running', num: true }, { title: 'claims', key: 'claims', num: true },
+      { title: 'worker', key: 'worker' }, { title: 'running', key: 'running', num: true }, { title: 'recently finished', key: 'recent', num: true },
       { title: 'last claim', cell: (r) => fmtTime(r.last_seen) }], d.workers, (r) => ({ 'data-worker': r.worker })));
     const now = Date.now();
     clear($('worker-running')).append(denied(d.running) || table([

@@ -149,6 +149,9 @@ async function post(page, url, body, token) {
       await waitCell(page, 'alpha', 'available', before + 5);
       psql("SELECT count(schedq.complete(token, '{}')) FROM schedq.claim('w-test', queues => '{alpha}', n => 5)");
       await waitCell(page, 'alpha', 'done', doneBefore + 5);
+      // few tasks finished: the counts are of the whole hour
+      const heads = await page.evaluate(() => [...document.querySelectorAll('#ov-queues th')].map((x) => x.textContent));
+      assert(heads.includes('done, last hour') && heads.includes('failed, last hour'), JSON.stringify(heads));
       await page.waitForSelector('#chart-rate polyline', { state: 'attached', timeout: T });
       await page.waitForSelector('#chart-latency polyline', { state: 'attached', timeout: T });
     });
@@ -386,6 +389,28 @@ async function post(page, url, body, token) {
         assert(!pw && p.dialogs.length === 0, 'a dialog or __pwned');
       }
     });
+    // Bounded reads: a backlog beyond 10,000 shows as 10000+, a busy hour
+    // counts over the shorter window its newest 1,000 span, a busy minute of
+    // the charts is estimated, the workers come from the newest finished.
+    await check('overview, charts, workers: bounded reads of a large table, and what they say', async () => {
+      psql(`INSERT INTO schedq.task (kind, queue, status, owner, run_at, created_at)
+              SELECT 'bulk', 'bulk', 'available', 'app'::regrole, now(), now() FROM generate_series(1, 10005);
+            INSERT INTO schedq.task (kind, queue, status, owner, attempts, run_at, created_at, started_at, finished_at, claimed_by)
+              SELECT 'bulk', 'bulk', 'done', 'app'::regrole, 1, t, t, t, t, 'w-bulk'
+              FROM generate_series(1, 2000) g, LATERAL (SELECT now() - g * interval '1 millisecond') x(t)`);
+      const d = await page.evaluate(async () => [await (await fetch('/api/overview')).json(),
+        await (await fetch('/api/charts')).json(), await (await fetch('/api/workers')).json()]);
+      const q = d[0].overview.queues.find((x) => x.queue === 'bulk');
+      assert(q && q.available === 10000 && q.available_more === true && q.done === 1000, JSON.stringify(q));
+      assert(d[0].overview.done_window_s < 60, 'window ' + d[0].overview.done_window_s);
+      assert(d[1].minutes.some((m) => m.estimated && m.done > 500), JSON.stringify(d[1].minutes.slice(-2)));
+      const w = d[2].workers.find((x) => x.worker === 'w-bulk');
+      assert(w && w.recent === 1000, JSON.stringify(w));
+      await go(page, 'overview');
+      await waitCell(page, 'bulk', 'available', '10000+');
+      await page.waitForSelector('#chart-estimated', { timeout: T });
+    });
+
     // --read-only --no-sign-in: -d's role (the monitor), for everyone.
     const open = await newPage(browser, process.env.WEB_OPEN_URL);
     await check('--no-sign-in: no sign-in page, -d\'s role, no action, no sign-out', async () => {
