@@ -215,7 +215,7 @@ fuzz:
 # targets package HEAD as committed: uncommitted changes are left out, with a
 # warning.
 DIST_VERSION = $(shell perl -MJSON::PP -e 'local $$/; open(my $$f, "<", "META.json") or exit 1; print decode_json(<$$f>)->{version}')
-DIST_NAME = $(EXTENSION)-$(DIST_VERSION)
+DIST_NAME = schedq-$(DIST_VERSION)
 DIST_DIR ?= .
 DEB_DIR ?= build
 
