@@ -7,7 +7,9 @@
  *	  -d as that role (the role and password given override any in -d).
  *	  Whatever the server's pg_hba.conf and the role's privileges allow is
  *	  what the session may do; the console holds no privilege of its own.
- *	  A wrong password is the server's refusal, shown as such.  The
+ *	  The password must be one the server asked for (connect_as): never
+ *	  the console's own.  A refusal is "sign-in failed" to the browser,
+ *	  its reason on stderr.  The
  *	  password is not kept by the console (libpq keeps it in the session's
  *	  connections, to reconnect a broken one).
  *
@@ -118,12 +120,18 @@ ctl_websession_read_only(void)
 /*
  * Connect as a role (user NULL: -d's own), with its password.  Returns
  * NULL, with *why, when the server refused.
+ *
+ * Signing in as a role proves its password to the server, and nothing
+ * else counts: the password is given explicitly, no password file is read
+ * (passfile=/dev/null; PGPASSWORD never applies as a password is given),
+ * and a connection the server let in without asking for the password
+ * (trust, peer, ident, a client certificate, GSSAPI) is refused.
  */
 static PGconn *
 connect_as(const char *user, const char *password, char **why)
 {
-	const char *keys[6];
-	const char *values[6];
+	const char *keys[8];
+	const char *values[8];
 	int			n = 0;
 	PGconn	   *conn;
 
@@ -137,7 +145,9 @@ connect_as(const char *user, const char *password, char **why)
 		keys[n] = "user";
 		values[n++] = user;
 		keys[n] = "password";
-		values[n++] = password ? password : "";
+		values[n++] = password;
+		keys[n] = "passfile";
+		values[n++] = "/dev/null";
 	}
 	keys[n] = "fallback_application_name";
 	values[n++] = "schedqctl web";
@@ -149,6 +159,15 @@ connect_as(const char *user, const char *password, char **why)
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 	{
 		*why = conn ? ctl_conn_message(conn, NULL) : pg_strdup("out of memory");
+		PQfinish(conn);
+		return NULL;
+	}
+	if (user != NULL && !PQconnectionUsedPassword(conn))
+	{
+		*why = psprintf("the server let role \"%s\" in without its password "
+						"(pg_hba.conf: sign-in needs a password method, such "
+						"as scram-sha-256)",
+						user);
 		PQfinish(conn);
 		return NULL;
 	}
@@ -409,17 +428,27 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 						   "a role name (at most 63 bytes) is needed", NULL);
 		return 400;
 	}
+	if (password == NULL || password[0] == '\0')
+	{
+		ctl_web_json_error(&call, 400, "a password is needed", NULL);
+		return 400;
+	}
 	for (int i = 0; i < WEB_SESSION_CONNS; i++)
 	{
 		conns[i] = connect_as(user, password, &why);
 		if (conns[i] == NULL)
 		{
-			char *msg = psprintf("could not sign in: %s", why);
-
+			/*
+			 * The browser learns only that it failed; the reason (which may
+			 * name the server) goes to the console's log.
+			 */
+			pg_log_warning("web: sign-in as \"%s\" failed: %s", user, why);
 			for (int j = 0; j < i; j++)
 				PQfinish(conns[j]);
-			ctl_web_json_error(&call, 401, msg, NULL);
-			pg_free(msg);
+			ctl_web_json_error(&call, 401,
+							   "sign-in failed: wrong role or password, or "
+							   "the server refused it",
+							   NULL);
 			pg_free(why);
 			return 401;
 		}

@@ -118,13 +118,13 @@ async function post(page, url, body, token) {
 (async () => {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
   try {
-    // A wrong password: the server's refusal, no session.
+    // A wrong password: a generic refusal (the reason is in the console's log), no session.
     const p0 = await newPage(browser, URL);
     await check('a wrong password cannot sign in', async () => {
       await signIn(p0, 'ops', 'not-the-password');
       await p0.waitForSelector('#login-error:not([hidden])', { timeout: T });
       const err = await p0.textContent('#login-error');
-      assert(/password authentication failed/.test(err), 'error: ' + err);
+      assert(/sign-in failed/.test(err), 'error: ' + err);
       const s = await p0.evaluate(async () => (await fetch('/api/session')).json());
       assert(s.signedIn === false, 'signed in after all');
       const r = await p0.evaluate(async () => (await fetch('/api/overview')).status);

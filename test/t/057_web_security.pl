@@ -1,0 +1,134 @@
+#-------------------------------------------------------------------------
+# test/t/057_web_security.pl
+#	  schedqctl web's defences, spoken to in plain HTTP (no browser):
+#	  sign-in needs the role's own password, checked by the server: an
+#	  empty password is refused (400) even when PGPASSWORD or a password
+#	  file of the console's user holds it, and a role whose pg_hba.conf
+#	  line needs no password (trust) cannot sign in (401), with a generic
+#	  message.
+#-------------------------------------------------------------------------
+use strict;
+use warnings;
+
+use IO::Socket::INET;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep);
+use SchedqTest;
+use SchedqCtl;
+
+my $node = ctl_node('websec');
+my $password = 'console-sec-pw';
+my $super = $node->safe_psql('postgres', 'SELECT current_user');
+my $conninfo = $node->connstr('postgres');
+my $log = "$PostgreSQL::Test::Utils::tmp_check/websec";
+
+# app has a password (scram); ops signs in with trust, no password asked.
+$node->safe_psql('postgres', "ALTER ROLE $_ PASSWORD '$password'")
+  for qw(app oncall);
+my $hba = $node->data_dir . '/pg_hba.conf';
+open(my $fh, '>', $hba) or die "$hba: $!";
+print $fh "local all $super trust\nlocal all ops trust\n"
+  . "local all all scram-sha-256\n";
+close $fh;
+$node->reload;
+
+# A password file of the console's user holding app's password.
+my $passfile = "$log.pgpass";
+open($fh, '>', $passfile) or die "$passfile: $!";
+print $fh "*:*:*:app:$password\n";
+close $fh;
+chmod 0600, $passfile;
+
+# Start schedqctl web; returns (handle, port) once it listens.
+sub start_web
+{
+	my ($listen_host, $env, @args) = @_;
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $out = '';
+	local %ENV = (%ENV, %$env);
+	my $h = IPC::Run::start(
+		[ 'schedqctl', 'web', '--listen', "$listen_host:$port", @args ],
+		'<', '/dev/null', '>', \$out, '2>', "$log.$port.err");
+	my $deadline = time + 30;
+	$h->pump_nb while $out !~ /listening/ && time < $deadline && sleep 0.1;
+	like($out, qr{listening on http://\Q$listen_host\E:$port/},
+		"schedqctl web @args listens on $listen_host:$port");
+	return ($h, $port);
+}
+
+# One HTTP request over a socket to 127.0.0.1:$port; returns (status,
+# headers, body).
+sub http
+{
+	my ($port, $method, $path, %o) = @_;
+	my $sock = IO::Socket::INET->new("127.0.0.1:$port")
+	  or return ("connect: $!", '', '');
+	my $body = $o{body} // '';
+	my $req = "$method $path HTTP/1.1\r\nHost: "
+	  . ($o{host} // "127.0.0.1:$port")
+	  . "\r\nConnection: close\r\n";
+	$req .= "Cookie: $o{cookie}\r\n" if $o{cookie};
+	$req .= "X-CSRF-Token: $o{csrf}\r\n" if $o{csrf};
+	$req .= "Content-Type: application/x-www-form-urlencoded\r\n"
+	  . "Content-Length: "
+	  . length($body) . "\r\n"
+	  if $method eq 'POST';
+	print $sock "$req\r\n$body";
+	local $/;
+	my $resp = <$sock> // '';
+	close $sock;
+	my ($head, $content) = split /\r\n\r\n/, $resp, 2;
+	my ($status) = ($head // '') =~ m{^HTTP/1\.1 (\d+)};
+	return ($status // $resp, $head // '', $content // '');
+}
+
+# Sign in as $user with $pw: GET /api/session for the sign-in token and
+# its cookie, then POST /api/login.  Returns (status, body).
+sub sign_in
+{
+	my ($port, $user, $pw) = @_;
+	my ($st, $head, $body) = http($port, 'GET', '/api/session');
+	my ($token) = $body =~ /"loginToken":"([0-9a-f]+)"/;
+	return ("no login token: $st $body", '') unless $token;
+	($st, $head, $body) = http(
+		$port, 'POST', '/api/login',
+		cookie => "schedq_login=$token",
+		csrf => $token,
+		body => "user=$user&password=$pw");
+	return ($st, $body);
+}
+
+# 1. Sign-in is the role's own password, never the console's.
+my ($web, $port) = start_web('127.0.0.1',
+	{ PGPASSWORD => $password, PGPASSFILE => $passfile },
+	'-d', $conninfo);
+my ($st, $body) = sign_in($port, 'app', '');
+is($st, 400, 'an empty password is refused (400), PGPASSWORD holds it');
+like($body, qr/password is needed/, '... and says a password is needed');
+($st, $body) = sign_in($port, 'ops', 'anything');
+is($st, 401, 'a role of a trust line cannot sign in (401)');
+like($body, qr/sign-in failed/, '... with a generic message');
+unlike($body, qr{/tmp|socket|trust|password authentication}i,
+	'... that names neither the server nor why');
+($st, $body) = sign_in($port, 'app', 'wrong');
+is($st, 401, 'a wrong password is refused (401)');
+($st, $body) = sign_in($port, 'app', $password);
+is($st, 200, 'the right password signs in');
+like($body, qr/"user":"app"/, '... as app');
+$web->signal('TERM');
+$web->finish;
+
+# Without PGPASSWORD, the password file alone.
+($web, $port) = start_web('127.0.0.1', { PGPASSFILE => $passfile },
+	'-d', $conninfo);
+($st, $body) = sign_in($port, 'app', '');
+is($st, 400, 'an empty password is refused, a password file holds it');
+($st, $body) = sign_in($port, 'app', 'wrong');
+is($st, 401, 'a wrong password is refused, not replaced by the file\'s');
+$web->signal('TERM');
+$web->finish;
+
+done_testing();
