@@ -5,7 +5,8 @@
 #	  empty password is refused (400) even when PGPASSWORD or a password
 #	  file of the console's user holds it, and a role whose pg_hba.conf
 #	  line needs no password (trust) cannot sign in (401), with a generic
-#	  message.
+#	  message; listening on 0.0.0.0, a foreign Host is refused (421) while
+#	  the loopback names and --allow-host names are served.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -130,5 +131,25 @@ is($st, 400, 'an empty password is refused, a password file holds it');
 is($st, 401, 'a wrong password is refused, not replaced by the file\'s');
 $web->signal('TERM');
 $web->finish;
+
+# 2. Listening on every address, the console answers to its names only.
+($web, $port) = start_web('0.0.0.0', {}, '-d', $conninfo,
+	'--allow-host', 'console.example');
+my $any_port = $port;
+for my $host ("127.0.0.1:$port", "localhost:$port", "console.example:$port",
+	'console.example', "Console.Example:$port")
+{
+	($st) = http($port, 'GET', '/', host => $host);
+	is($st, 200, "Host $host is served");
+}
+for my $host ("rebind.example:$port", "127.0.0.1:1", "console.example:1", '')
+{
+	($st) = http($port, 'GET', '/api/session', host => $host);
+	is($st, 421, "Host '$host' is refused (421)");
+}
+$web->signal('TERM');
+$web->finish;
+my ($rc, $o, $e) = ctl($node, 'ops', 'web', '--allow-host', 'a b');
+is($rc, 2, '--allow-host with a space: exit 2');
 
 done_testing();
