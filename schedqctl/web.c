@@ -323,14 +323,20 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 					 session, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 														  "X-CSRF-Token")))
 			status = 403;
+		else if (!ctl_websession_logout(session))
+		{
+			status = 400;
+			appendPQExpBufferStr(out, "{\"error\":\"this console has no "
+									  "sign-in\",\"sqlstate\":null}");
+		}
 		else
 		{
-			ctl_websession_logout(session);
 			snprintf(cookie, sizeof(cookie),
 					 "schedq_session=; Path=/; HttpOnly; SameSite=Strict; "
 					 "Max-Age=0");
 		}
-		appendPQExpBuffer(out, "{\"signedIn\":false}");
+		if (out->len == 0)
+			appendPQExpBufferStr(out, "{\"signedIn\":false}");
 	}
 	else
 	{
@@ -587,6 +593,7 @@ ctl_web_command(int argc, char **argv)
 	sigset_t		   sigs;
 	int				   sig;
 	int				   opt;
+	int				   ret;
 
 	while ((opt = getopt_long(argc, argv, "d:", long_options, NULL)) != -1)
 	{
@@ -663,9 +670,9 @@ ctl_web_command(int argc, char **argv)
 	if (cert != NULL)
 		flags |= MHD_USE_TLS;
 
-	ctl_websession_init(conninfo, read_only, no_sign_in, cert != NULL);
-	if (no_sign_in && ctl_websession_find(NULL) == NULL)
-		return EXIT_CONNECT;
+	ret = ctl_websession_init(conninfo, read_only, no_sign_in, cert != NULL);
+	if (ret != EXIT_OK)
+		return ret;
 
 	/* SIGINT and SIGTERM stop the server: the threads never take them. */
 	sigemptyset(&sigs);

@@ -74,7 +74,7 @@ extern bool ctl_web_query_json(WebCall *call, const char *sql, int nparams,
 							   const char *const *values);
 
 /* websession.c */
-extern void		   ctl_websession_init(const char *conninfo, bool read_only,
+extern int		   ctl_websession_init(const char *conninfo, bool read_only,
 									   bool no_sign_in, bool tls);
 extern WebSession *ctl_websession_find(const char *cookie);
 extern void		   ctl_websession_release(WebSession *session);
@@ -88,7 +88,7 @@ extern void ctl_websession_describe(WebSession *session, PQExpBuffer out);
 extern int	ctl_websession_login(const char *user, const char *password,
 								 PQExpBuffer out, char *cookie,
 								 size_t cookie_len);
-extern void ctl_websession_logout(WebSession *session);
+extern bool ctl_websession_logout(WebSession *session);
 extern void ctl_websession_login_token(char *hex);
 extern bool ctl_websession_login_token_ok(const char *cookie,
 										  const char *token);

@@ -24,8 +24,9 @@
  *	  sign a browser in as a role of its choosing.
  *
  *	  --read-only --no-sign-in: no sign-in; one shared session connects
- *	  with -d's conninfo alone (its role is the operator's choice, e.g. a
- *	  monitor).
+ *	  with -d's conninfo alone, with default_transaction_read_only on (its
+ *	  role is the operator's choice, e.g. a monitor; never one that reads
+ *	  every payload: shared_role_ok), and cannot be signed out of.
  *
  *	  Every session is in one array under one mutex; a session in use by a
  *	  request (refs > 0) is never freed under it.
@@ -118,7 +119,8 @@ ctl_websession_read_only(void)
 }
 
 /*
- * Connect as a role (user NULL: -d's own), with its password.  Returns
+ * Connect as a role (user NULL: -d's own), with its password (and
+ * options, when not NULL).  Returns
  * NULL, with *why, when the server refused.
  *
  * Signing in as a role proves its password to the server, and nothing
@@ -128,10 +130,11 @@ ctl_websession_read_only(void)
  * (trust, peer, ident, a client certificate, GSSAPI) is refused.
  */
 static PGconn *
-connect_as(const char *user, const char *password, char **why)
+connect_as(const char *user, const char *password, const char *options,
+		   char **why)
 {
-	const char *keys[8];
-	const char *values[8];
+	const char *keys[9];
+	const char *values[9];
 	int			n = 0;
 	PGconn	   *conn;
 
@@ -148,6 +151,11 @@ connect_as(const char *user, const char *password, char **why)
 		values[n++] = password;
 		keys[n] = "passfile";
 		values[n++] = "/dev/null";
+	}
+	if (options != NULL)
+	{
+		keys[n] = "options";
+		values[n++] = options;
 	}
 	keys[n] = "fallback_application_name";
 	values[n++] = "schedqctl web";
@@ -251,7 +259,67 @@ session_new(PGconn **conns, int n, const char *user)
 	return s;
 }
 
-void
+/*
+ * The options of -d (or PGOPTIONS) with default_transaction_read_only on:
+ * the shared session of --no-sign-in writes nothing, whatever its role.
+ */
+static char *
+read_only_options(void)
+{
+	PQconninfoOption *opts =
+		web_conninfo ? PQconninfoParse(web_conninfo, NULL) : NULL;
+	const char *given = getenv("PGOPTIONS");
+	char	   *result;
+
+	for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+			given = o->val;
+	result =
+		psprintf("%s -c default_transaction_read_only=on", given ? given : "");
+	PQconninfoFree(opts);
+	return result;
+}
+
+/*
+ * --no-sign-in serves every browser that reaches it as -d's role: refuse a
+ * role that reads every task's payload whatever row-level security says
+ * (a superuser, BYPASSRLS, the owner of schedq.task or a member of it).
+ * Returns false, having said why, for such a role.
+ */
+static bool
+shared_role_ok(PGconn *conn)
+{
+	PGresult *res =
+		PQexec(conn,
+			   "SELECT r.rolsuper, r.rolbypassrls, "
+			   "COALESCE((SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') "
+			   "FROM pg_catalog.pg_class c WHERE c.oid = "
+			   "pg_catalog.to_regclass('schedq.task')), false) "
+			   "FROM pg_catalog.pg_roles r WHERE r.rolname = current_user");
+	const char *why = NULL;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		why = "its attributes could not be read";
+	else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
+		why = "is a superuser";
+	else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0)
+		why = "bypasses row-level security (BYPASSRLS)";
+	else if (strcmp(PQgetvalue(res, 0, 2), "t") == 0)
+		why = "owns schedq.task";
+	if (why != NULL)
+		pg_log_error("web: --no-sign-in as role \"%s\", which %s, would show "
+					 "every task's payload to anyone who reaches the console; "
+					 "use a monitor role (docs/security.md#roles)",
+					 PQuser(conn), why);
+	PQclear(res);
+	return why == NULL;
+}
+
+/*
+ * Returns EXIT_OK, or the exit status of schedqctl web when the shared
+ * session of --no-sign-in cannot be made.
+ */
+int
 ctl_websession_init(const char *conninfo, bool read_only, bool no_sign_in,
 					bool tls)
 {
@@ -263,20 +331,25 @@ ctl_websession_init(const char *conninfo, bool read_only, bool no_sign_in,
 	{
 		PGconn *conns[WEB_SHARED_CONNS];
 		char   *why = NULL;
+		char   *options = read_only_options();
 
 		for (int i = 0; i < WEB_SHARED_CONNS; i++)
 		{
-			conns[i] = connect_as(NULL, NULL, &why);
-			if (conns[i] == NULL)
+			conns[i] = connect_as(NULL, NULL, options, &why);
+			if (conns[i] == NULL || (i == 0 && !shared_role_ok(conns[0])))
 			{
-				pg_log_error("web: could not connect: %s", why);
-				for (int j = 0; j < i; j++)
+				if (conns[i] == NULL)
+					pg_log_error("web: could not connect: %s", why);
+				for (int j = 0; j <= i; j++)
 					PQfinish(conns[j]);
-				return;
+				pg_free(options);
+				return conns[i] == NULL ? EXIT_CONNECT : EXIT_USAGE;
 			}
 		}
+		pg_free(options);
 		session_new(conns, WEB_SHARED_CONNS, PQuser(conns[0]));
 	}
+	return EXIT_OK;
 }
 
 /*
@@ -435,7 +508,7 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 	}
 	for (int i = 0; i < WEB_SESSION_CONNS; i++)
 	{
-		conns[i] = connect_as(user, password, &why);
+		conns[i] = connect_as(user, password, NULL, &why);
 		if (conns[i] == NULL)
 		{
 			/*
@@ -474,13 +547,19 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 	return 200;
 }
 
-/* Sign out: the session closes once its requests are done. */
-void
+/*
+ * Sign out: the session closes once its requests are done.  Returns false
+ * without sign-in (the shared session stays).
+ */
+bool
 ctl_websession_logout(WebSession *session)
 {
+	if (web_no_sign_in)
+		return false;
 	pthread_mutex_lock(&lock);
 	session->closing = true;
 	pthread_mutex_unlock(&lock);
+	return true;
 }
 
 /* A sign-in token: random, checked only against the browser's cookie. */

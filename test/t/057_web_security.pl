@@ -6,7 +6,9 @@
 #	  file of the console's user holds it, and a role whose pg_hba.conf
 #	  line needs no password (trust) cannot sign in (401), with a generic
 #	  message; listening on 0.0.0.0, a foreign Host is refused (421) while
-#	  the loopback names and --allow-host names are served.
+#	  the loopback names and --allow-host names are served;
+#	  --no-sign-in refuses to start as a superuser (exit 2), and refuses
+#	  /api/logout.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -151,5 +153,26 @@ $web->signal('TERM');
 $web->finish;
 my ($rc, $o, $e) = ctl($node, 'ops', 'web', '--allow-host', 'a b');
 is($rc, 2, '--allow-host with a space: exit 2');
+
+# 3. --no-sign-in: never as a role that reads every payload.
+($rc, $o, $e) = ctl($node, $super, 'web', '--read-only', '--no-sign-in',
+	'--listen', '127.0.0.1:' . PostgreSQL::Test::Cluster::get_free_port());
+is($rc, 2, '--no-sign-in as a superuser: exit 2');
+like($e, qr/superuser.*monitor role/s, '... and says to use a monitor role');
+($web, $port) = start_web('127.0.0.1', {},
+	'-d', "$conninfo user=oncall password=$password",
+	'--read-only', '--no-sign-in');
+($st, undef, $body) = http($port, 'GET', '/api/session');
+is($st, 200, 'the --no-sign-in session is there');
+my ($csrf) = $body =~ /"csrf":"([0-9a-f]+)"/;
+($st) = http($port, 'POST', '/api/logout', csrf => $csrf);
+is($st, 400, '... and /api/logout is refused (400)');
+($st, undef, $body) = http($port, 'GET', '/api/overview');
+is($st, 200, '... and the shared session still answers');
+($st, undef, $body) = http($port, 'GET', '/api/session');
+like($body, qr/"user":"oncall"/, '... as oncall');
+$web->signal('TERM');
+$web->finish;
+is($web->result(0), 0, 'schedqctl web exits 0 at SIGTERM');
 
 done_testing();
