@@ -8,7 +8,8 @@
 #	  message; listening on 0.0.0.0, a foreign Host is refused (421) while
 #	  the loopback names and --allow-host names are served;
 #	  --no-sign-in refuses to start as a superuser (exit 2), and refuses
-#	  /api/logout.
+#	  /api/logout; enabling or disabling another role's schedule is
+#	  refused (403) and leaves its owner.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -28,12 +29,13 @@ my $super = $node->safe_psql('postgres', 'SELECT current_user');
 my $conninfo = $node->connstr('postgres');
 my $log = "$PostgreSQL::Test::Utils::tmp_check/websec";
 
-# app has a password (scram); ops signs in with trust, no password asked.
+# app, ops and oncall have passwords (scram); nobody's line is trust, no
+# password asked.
 $node->safe_psql('postgres', "ALTER ROLE $_ PASSWORD '$password'")
-  for qw(app oncall);
+  for qw(app ops oncall);
 my $hba = $node->data_dir . '/pg_hba.conf';
 open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all $super trust\nlocal all ops trust\n"
+print $fh "local all $super trust\nlocal all nobody trust\n"
   . "local all all scram-sha-256\n";
 close $fh;
 $node->reload;
@@ -101,7 +103,17 @@ sub sign_in
 		cookie => "schedq_login=$token",
 		csrf => $token,
 		body => "user=$user&password=$pw");
-	return ($st, $body);
+	return ($st, $body, $head);
+}
+
+# Sign in and return the session's cookie and CSRF token.
+sub session_of
+{
+	my ($port, $user) = @_;
+	my ($st, $body, $head) = sign_in($port, $user, $password);
+	my ($cookie) = $head =~ /^Set-Cookie: (schedq_session=[0-9a-f]+)/mi;
+	my ($csrf) = $body =~ /"csrf":"([0-9a-f]+)"/;
+	return ($cookie, $csrf);
 }
 
 # 1. Sign-in is the role's own password, never the console's.
@@ -111,7 +123,7 @@ my ($web, $port) = start_web('127.0.0.1',
 my ($st, $body) = sign_in($port, 'app', '');
 is($st, 400, 'an empty password is refused (400), PGPASSWORD holds it');
 like($body, qr/password is needed/, '... and says a password is needed');
-($st, $body) = sign_in($port, 'ops', 'anything');
+($st, $body) = sign_in($port, 'nobody', 'anything');
 is($st, 401, 'a role of a trust line cannot sign in (401)');
 like($body, qr/sign-in failed/, '... with a generic message');
 unlike($body, qr{/tmp|socket|trust|password authentication}i,
@@ -131,6 +143,42 @@ $web->finish;
 is($st, 400, 'an empty password is refused, a password file holds it');
 ($st, $body) = sign_in($port, 'app', 'wrong');
 is($st, 401, 'a wrong password is refused, not replaced by the file\'s');
+$web->signal('TERM');
+$web->finish;
+
+# Enabling or disabling a schedule keeps its owner: the console refuses
+# another role's schedule rather than let schedq.schedule() take it over.
+$node->safe_psql('postgres',
+	"SET ROLE app; SELECT schedq.schedule('nightly', '0 3 * * *', 'report')");
+($web, $port) = start_web('127.0.0.1', {}, '-d', $conninfo);
+my ($cookie, $csrf) = session_of($port, 'ops');
+my $head;
+($st, $head, $body) = http(
+	$port, 'POST', '/api/action/disable',
+	cookie => $cookie,
+	csrf => $csrf,
+	body => 'name=nightly');
+is($st, 403, 'the admin cannot disable app\'s schedule from the console');
+like($body, qr/belongs to role app/, '... which says whose it is');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'"
+	),
+	'app true',
+	'... and the schedule is still app\'s, enabled');
+($cookie, $csrf) = session_of($port, 'app');
+($st, $head, $body) = http(
+	$port, 'POST', '/api/action/disable',
+	cookie => $cookie,
+	csrf => $csrf,
+	body => 'name=nightly');
+is($st, 200, 'app disables its own schedule');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'"
+	),
+	'app false',
+	'... which stays app\'s, disabled');
 $web->signal('TERM');
 $web->finish;
 

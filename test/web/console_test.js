@@ -271,12 +271,18 @@ async function post(page, url, body, token) {
     });
     await go(page, 'schedules');
     await check('action: disable and enable a schedule', async () => {
+      await page.click('tr[data-schedule="weekly"] button[data-action="disable"]');
+      await message(page, /disable weekly: done/);
+      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'weekly'") === 'f', 'still enabled');
+      await page.click('tr[data-schedule="weekly"] button[data-action="enable"]');
+      await message(page, /enable weekly: done/);
+      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'weekly'") === 't', 'not enabled');
+    });
+    await check('action: another role\'s schedule is refused, its owner kept', async () => {
       await page.click('tr[data-schedule="nightly"] button[data-action="disable"]');
-      await message(page, /disable nightly: done/);
-      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'nightly'") === 'f', 'still enabled');
-      await page.click('tr[data-schedule="nightly"] button[data-action="enable"]');
-      await message(page, /enable nightly: done/);
-      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'nightly'") === 't', 'not enabled');
+      const m = await message(page, /belongs to role app/);
+      assert(/42501/.test(m), m);
+      assert(psql("SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'") === 'app true', 'taken over');
     });
     await shot(page, 'schedules');
     await go(page, 'gates');
