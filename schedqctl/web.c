@@ -310,7 +310,8 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		/* not signed in: a fresh sign-in token, also as a cookie */
 		ctl_websession_login_token(token);
 		snprintf(cookie, sizeof(cookie),
-				 "schedq_login=%s; Path=/; HttpOnly; SameSite=Strict%s", token,
+				 "%s=%s; Path=/; HttpOnly; SameSite=Strict%s",
+				 ctl_websession_cookie_name(true), token,
 				 ctl_websession_tls() ? "; Secure" : "");
 		appendPQExpBuffer(out, "{\"signedIn\":false,\"loginToken\":\"%s\"}",
 						  token);
@@ -332,8 +333,9 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		else
 		{
 			snprintf(cookie, sizeof(cookie),
-					 "schedq_session=; Path=/; HttpOnly; SameSite=Strict; "
-					 "Max-Age=0");
+					 "%s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0%s",
+					 ctl_websession_cookie_name(false),
+					 ctl_websession_tls() ? "; Secure" : "");
 		}
 		if (out->len == 0)
 			appendPQExpBufferStr(out, "{\"signedIn\":false}");
@@ -345,7 +347,8 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		call.arg = post_arg;
 		call.arg_state = req;
 		if (!ctl_websession_login_token_ok(
-				MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "schedq_login"),
+				MHD_lookup_connection_value(c, MHD_COOKIE_KIND,
+											ctl_websession_cookie_name(true)),
 				MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 											"X-CSRF-Token")))
 		{
@@ -355,8 +358,8 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		}
 		else
 			status = ctl_websession_login(post_arg(&call, "user"),
-										  post_arg(&call, "password"), out,
-										  cookie, sizeof(cookie));
+										  post_arg(&call, "password"), session,
+										  out, cookie, sizeof(cookie));
 	}
 	ret = respond_json(c, status, out, cookie[0] ? cookie : NULL);
 	destroyPQExpBuffer(out);
@@ -479,7 +482,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 		form_parse(req);
 	}
 	session = ctl_websession_find(
-		MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "schedq_session"));
+		MHD_lookup_connection_value(c, MHD_COOKIE_KIND,
+									ctl_websession_cookie_name(false)));
 	if (strcmp(url, "/api/session") == 0 || strcmp(url, "/api/login") == 0 ||
 		strcmp(url, "/api/logout") == 0)
 		ret = handle_session(c, url, post, req, session);

@@ -17,9 +17,12 @@
  *	  cookie schedq_session; Secure over TLS), a random 256-bit CSRF token
  *	  (which the page reads from GET /api/session and sends in the
  *	  X-CSRF-Token header of every POST), and WEB_SESSION_CONNS libpq
- *	  connections as the role, which its requests borrow.  At most
- *	  WEB_MAX_SESSIONS sessions; one idle for WEB_SESSION_IDLE seconds is
- *	  closed.  Signing in itself is guarded by a token too (the
+ *	  connections as the role, which its requests borrow; over TLS the
+ *	  cookies have the __Host- prefix.  At most WEB_MAX_SESSIONS sessions,
+ *	  WEB_SESSIONS_PER_ROLE open ones of a role; beyond, a sign-in is
+ *	  refused (503) rather than push out an open session.  One idle for
+ *	  WEB_SESSION_IDLE seconds is closed, and a browser's session when it
+ *	  signs in again.  Every statement has WEB_STATEMENT_TIMEOUT.  Signing in itself is guarded by a token too (the
  *	  schedq_login cookie, echoed in the header), so that no other site can
  *	  sign a browser in as a role of its choosing.
  *
@@ -67,6 +70,7 @@ static const char	  *web_conninfo;
 static bool			   web_read_only;
 static bool			   web_no_sign_in;
 static bool			   web_tls;
+static char			  *web_options;
 
 /*
  * 256 random bits from the kernel (getrandom), as 64 hex digits; exits if
@@ -112,6 +116,21 @@ ctl_websession_tls(void)
 	return web_tls;
 }
 
+/*
+ * The name of the session's cookie (login: of the sign-in token's).  Over
+ * TLS with the __Host- prefix, which a browser accepts only from a secure
+ * origin, with Path=/ and no Domain: no other host (a sibling subdomain)
+ * can set or shadow it.  Over plain HTTP the prefix would make the
+ * browser drop the cookie (it needs Secure), so the plain name.
+ */
+const char *
+ctl_websession_cookie_name(bool login)
+{
+	if (login)
+		return web_tls ? "__Host-schedq_login" : "schedq_login";
+	return web_tls ? "__Host-schedq_session" : "schedq_session";
+}
+
 bool
 ctl_websession_read_only(void)
 {
@@ -119,8 +138,8 @@ ctl_websession_read_only(void)
 }
 
 /*
- * Connect as a role (user NULL: -d's own), with its password (and
- * options, when not NULL).  Returns
+ * Connect as a role (user NULL: -d's own), with its password and the
+ * console's options.  Returns
  * NULL, with *why, when the server refused.
  *
  * Signing in as a role proves its password to the server, and nothing
@@ -130,8 +149,7 @@ ctl_websession_read_only(void)
  * (trust, peer, ident, a client certificate, GSSAPI) is refused.
  */
 static PGconn *
-connect_as(const char *user, const char *password, const char *options,
-		   char **why)
+connect_as(const char *user, const char *password, char **why)
 {
 	const char *keys[9];
 	const char *values[9];
@@ -152,11 +170,8 @@ connect_as(const char *user, const char *password, const char *options,
 		keys[n] = "passfile";
 		values[n++] = "/dev/null";
 	}
-	if (options != NULL)
-	{
-		keys[n] = "options";
-		values[n++] = options;
-	}
+	keys[n] = "options";
+	values[n++] = web_options;
 	keys[n] = "fallback_application_name";
 	values[n++] = "schedqctl web";
 	keys[n] = "connect_timeout";
@@ -227,32 +242,50 @@ session_free(WebSession *s)
 }
 
 /*
- * A session for these connections: a free slot, or the one idle longest
- * (lock held).  NULL when every session is in use.
+ * A session for these connections (lock held): a free slot, or that of a
+ * session signed out of or idle too long; never one still open.  NULL,
+ * with *why, when every slot is taken by an open session or the role has
+ * WEB_SESSIONS_PER_ROLE open already (old, the browser's previous session,
+ * is not counted: it is closed when the new one opens).
  */
 static WebSession *
-session_new(PGconn **conns, int n, const char *user)
+session_new(PGconn **conns, int n, const char *user, WebSource source,
+			WebSession *old, const char **why)
 {
 	WebSession *s = NULL;
+	time_t		now = time(NULL);
+	int			of_role = 0;
 
-	for (int i = 0; i < WEB_MAX_SESSIONS && s == NULL; i++)
-		if (!sessions[i].used)
-			s = &sessions[i];
-	for (int i = 0; i < WEB_MAX_SESSIONS && s == NULL; i++)
-		if (sessions[i].refs == 0 &&
-			(s == NULL || sessions[i].last_used < s->last_used))
-			s = &sessions[i];
-	if (s == NULL)
+	for (int i = 0; i < WEB_MAX_SESSIONS; i++)
+	{
+		WebSession *t = &sessions[i];
+		bool		open = t->used && !t->closing &&
+					(web_no_sign_in || now - t->last_used <= WEB_SESSION_IDLE);
+
+		if (open && t != old && strcmp(t->user, user) == 0)
+			of_role++;
+		if (s == NULL && (!t->used || (!open && t->refs == 0)))
+			s = t;
+	}
+	*why = NULL;
+	if (of_role >= WEB_SESSIONS_PER_ROLE)
+		*why = "too many sessions of this role; sign out of one, or try "
+			   "again later";
+	else if (s == NULL)
+		*why = "too many sessions; try again later";
+	if (*why != NULL)
 		return NULL;
 	if (s->used)
 		session_free(s);
+	if (old != NULL)
+		old->closing = true;
 	s->used = true;
 	ctl_websession_random_hex(s->id);
 	ctl_websession_random_hex(s->csrf);
 	s->user = pg_strdup(user);
 	s->database = pg_strdup(PQdb(conns[0]));
-	s->source = detect_source(conns[0]);
-	s->last_used = time(NULL);
+	s->source = source;
+	s->last_used = now;
 	s->nconns = n;
 	for (int i = 0; i < n; i++)
 		s->conns[i] = conns[i];
@@ -260,11 +293,12 @@ session_new(PGconn **conns, int n, const char *user)
 }
 
 /*
- * The options of -d (or PGOPTIONS) with default_transaction_read_only on:
- * the shared session of --no-sign-in writes nothing, whatever its role.
+ * The options of -d (or PGOPTIONS) with the console's own: a statement
+ * runs at most WEB_STATEMENT_TIMEOUT, and the shared session of
+ * --no-sign-in writes nothing, whatever its role.
  */
 static char *
-read_only_options(void)
+console_options(bool read_only)
 {
 	PQconninfoOption *opts =
 		web_conninfo ? PQconninfoParse(web_conninfo, NULL) : NULL;
@@ -274,8 +308,9 @@ read_only_options(void)
 	for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
 		if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
 			given = o->val;
-	result =
-		psprintf("%s -c default_transaction_read_only=on", given ? given : "");
+	result = psprintf("%s -c statement_timeout=%s%s", given ? given : "",
+					  WEB_STATEMENT_TIMEOUT,
+					  read_only ? " -c default_transaction_read_only=on" : "");
 	PQconninfoFree(opts);
 	return result;
 }
@@ -327,27 +362,27 @@ ctl_websession_init(const char *conninfo, bool read_only, bool no_sign_in,
 	web_read_only = read_only;
 	web_no_sign_in = no_sign_in;
 	web_tls = tls;
+	web_options = console_options(no_sign_in);
 	if (no_sign_in)
 	{
-		PGconn *conns[WEB_SHARED_CONNS];
-		char   *why = NULL;
-		char   *options = read_only_options();
+		PGconn	   *conns[WEB_SHARED_CONNS];
+		char	   *why = NULL;
+		const char *full = NULL;
 
 		for (int i = 0; i < WEB_SHARED_CONNS; i++)
 		{
-			conns[i] = connect_as(NULL, NULL, options, &why);
+			conns[i] = connect_as(NULL, NULL, &why);
 			if (conns[i] == NULL || (i == 0 && !shared_role_ok(conns[0])))
 			{
 				if (conns[i] == NULL)
 					pg_log_error("web: could not connect: %s", why);
 				for (int j = 0; j <= i; j++)
 					PQfinish(conns[j]);
-				pg_free(options);
 				return conns[i] == NULL ? EXIT_CONNECT : EXIT_USAGE;
 			}
 		}
-		pg_free(options);
-		session_new(conns, WEB_SHARED_CONNS, PQuser(conns[0]));
+		session_new(conns, WEB_SHARED_CONNS, PQuser(conns[0]),
+					detect_source(conns[0]), NULL, &full);
 	}
 	return EXIT_OK;
 }
@@ -481,12 +516,14 @@ ctl_websession_describe(WebSession *session, PQExpBuffer out)
  * answer goes to out, the session's cookie to cookie.
  */
 int
-ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
-					 char *cookie, size_t cookie_len)
+ctl_websession_login(const char *user, const char *password, WebSession *old,
+					 PQExpBuffer out, char *cookie, size_t cookie_len)
 {
 	PGconn	   *conns[WEB_SESSION_CONNS];
 	char	   *why = NULL;
+	const char *full = NULL;
 	WebSession *s;
+	WebSource	source;
 	WebCall		call = { 0 };
 
 	call.out = out;
@@ -508,7 +545,7 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 	}
 	for (int i = 0; i < WEB_SESSION_CONNS; i++)
 	{
-		conns[i] = connect_as(user, password, NULL, &why);
+		conns[i] = connect_as(user, password, &why);
 		if (conns[i] == NULL)
 		{
 			/*
@@ -526,13 +563,16 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 			return 401;
 		}
 	}
+	/* a round trip: not under the lock */
+	source = detect_source(conns[0]);
 	pthread_mutex_lock(&lock);
-	s = session_new(conns, WEB_SESSION_CONNS, user);
+	s = session_new(conns, WEB_SESSION_CONNS, user, source, old, &full);
 	if (s != NULL)
 	{
 		snprintf(cookie, cookie_len,
-				 "schedq_session=%s; Path=/; HttpOnly; SameSite=Strict%s",
-				 s->id, web_tls ? "; Secure" : "");
+				 "%s=%s; Path=/; HttpOnly; SameSite=Strict%s",
+				 ctl_websession_cookie_name(false), s->id,
+				 web_tls ? "; Secure" : "");
 		ctl_websession_describe(s, out);
 	}
 	pthread_mutex_unlock(&lock);
@@ -540,8 +580,7 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 	{
 		for (int i = 0; i < WEB_SESSION_CONNS; i++)
 			PQfinish(conns[i]);
-		ctl_web_json_error(&call, 503, "too many sessions; try again later",
-						   NULL);
+		ctl_web_json_error(&call, 503, full, NULL);
 		return 503;
 	}
 	return 200;

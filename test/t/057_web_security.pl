@@ -9,7 +9,9 @@
 #	  the loopback names and --allow-host names are served;
 #	  --no-sign-in refuses to start as a superuser (exit 2), and refuses
 #	  /api/logout; enabling or disabling another role's schedule is
-#	  refused (403) and leaves its owner.
+#	  refused (403) and leaves its owner; at most 4 sessions of a role
+#	  (503, none evicted), and signing in again closes the previous one;
+#	  a statement blocked by a lock is canceled after 5 seconds.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -94,13 +96,13 @@ sub http
 # its cookie, then POST /api/login.  Returns (status, body).
 sub sign_in
 {
-	my ($port, $user, $pw) = @_;
+	my ($port, $user, $pw, $old) = @_;
 	my ($st, $head, $body) = http($port, 'GET', '/api/session');
 	my ($token) = $body =~ /"loginToken":"([0-9a-f]+)"/;
 	return ("no login token: $st $body", '') unless $token;
 	($st, $head, $body) = http(
 		$port, 'POST', '/api/login',
-		cookie => "schedq_login=$token",
+		cookie => "schedq_login=$token" . ($old ? "; $old" : ''),
 		csrf => $token,
 		body => "user=$user&password=$pw");
 	return ($st, $body, $head);
@@ -109,8 +111,8 @@ sub sign_in
 # Sign in and return the session's cookie and CSRF token.
 sub session_of
 {
-	my ($port, $user) = @_;
-	my ($st, $body, $head) = sign_in($port, $user, $password);
+	my ($port, $user, $old) = @_;
+	my ($st, $body, $head) = sign_in($port, $user, $password, $old);
 	my ($cookie) = $head =~ /^Set-Cookie: (schedq_session=[0-9a-f]+)/mi;
 	my ($csrf) = $body =~ /"csrf":"([0-9a-f]+)"/;
 	return ($cookie, $csrf);
@@ -179,6 +181,47 @@ is( $node->safe_psql(
 	),
 	'app false',
 	'... which stays app\'s, disabled');
+$web->signal('TERM');
+$web->finish;
+
+# Sessions: at most 4 open of one role (503 after, none evicted); signing
+# in again closes the browser's previous session.
+($web, $port) = start_web('127.0.0.1', {}, '-d', $conninfo);
+my @app = map { [ session_of($port, 'app') ] } 1 .. 4;
+ok(!(grep { !$_->[0] } @app), 'app opens 4 sessions');
+($st, $body) = sign_in($port, 'app', $password);
+is($st, 503, 'a fifth session of app is refused (503)');
+like($body, qr/too many sessions of this role/, '... and says why');
+($st) = http($port, 'GET', '/api/overview', cookie => $app[0][0]);
+is($st, 200, '... and the first session is still open');
+my ($other) = session_of($port, 'oncall');
+ok($other, 'another role still signs in');
+my ($again) = session_of($port, 'app', $app[0][0]);
+ok($again, 'app signs in again from the browser of its first session');
+($st) = http($port, 'GET', '/api/overview', cookie => $app[0][0]);
+is($st, 401, '... which closed that session');
+($st) = http($port, 'GET', '/api/overview', cookie => $again);
+is($st, 200, '... and the new one answers');
+
+# A statement of the console runs at most 5 seconds: a page blocked by a
+# lock answers with the timeout instead of holding the connection.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN');
+$holder->query_safe('LOCK TABLE schedq.task IN ACCESS EXCLUSIVE MODE');
+my $t0 = time;
+my $resp = eval {
+	local $SIG{ALRM} = sub { die "no answer in 20 s\n" };
+	alarm 20;
+	my @r = http($port, 'GET', '/api/tasks', cookie => $again);
+	alarm 0;
+	\@r;
+} // [ $@, '', '' ];
+my $took = time - $t0;
+$holder->query_safe('COMMIT');
+$holder->quit;
+like($resp->[2], qr/statement timeout.*57014/s,
+	'a statement blocked by a lock is canceled (57014)');
+cmp_ok($took, '<', 9, "... within the console's 5 s (took ${took}s)");
 $web->signal('TERM');
 $web->finish;
 

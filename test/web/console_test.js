@@ -412,15 +412,19 @@ async function post(page, url, body, token) {
       assert(big.status === 413 && json.status === 415 && none.status === 401, [big.status, json.status, none.status].join(' '));
     });
     if (process.env.WEB_TLS_URL) {
-      await check('HTTPS with --tls-cert and --tls-key: Secure cookies, HSTS', async () => {
-        const tp = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+      await check('HTTPS with --tls-cert and --tls-key: Secure __Host- cookies, HSTS', async () => {
+        const ctx = await browser.newContext({ ignoreHTTPSErrors: true });
+        const tp = await ctx.newPage();
         const r = await tp.goto(process.env.WEB_TLS_URL + '/api/session');
         const h = await r.allHeaders();
-        assert(r.status() === 200 && /Secure/.test(h['set-cookie']) && /HttpOnly/.test(h['set-cookie']) &&
-          /SameSite=Strict/.test(h['set-cookie']) && /max-age/.test(h['strict-transport-security'] || ''), JSON.stringify(h));
+        assert(r.status() === 200 && /^__Host-schedq_login=/.test(h['set-cookie']) && /Secure/.test(h['set-cookie']) &&
+          /HttpOnly/.test(h['set-cookie']) && /SameSite=Strict/.test(h['set-cookie']) &&
+          /max-age/.test(h['strict-transport-security'] || ''), JSON.stringify(h));
         await tp.goto(process.env.WEB_TLS_URL + '/');
         await signIn(tp, 'ops', PASS);
         await signedIn(tp, 'ops');
+        const names = (await ctx.cookies()).map((c) => c.name);
+        assert(names.includes('__Host-schedq_session') && !names.includes('schedq_session'), names.join(' '));
       });
     }
   } finally {
