@@ -11,7 +11,8 @@
 #	  /api/logout; enabling or disabling another role's schedule is
 #	  refused (403) and leaves its owner; at most 4 sessions of a role
 #	  (503, none evicted), and signing in again closes the previous one;
-#	  a statement blocked by a lock is canceled after 5 seconds.
+#	  a statement blocked by a lock is canceled after 5 seconds; a run's
+#	  graph is sent at most 500 tasks.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -202,6 +203,21 @@ ok($again, 'app signs in again from the browser of its first session');
 is($st, 401, '... which closed that session');
 ($st) = http($port, 'GET', '/api/overview', cookie => $again);
 is($st, 200, '... and the new one answers');
+
+# A run's graph is sent at most 500 tasks (and one more to say there are
+# more), however large the run.
+my $big = $node->safe_psql('postgres', q{
+SET ROLE app;
+SELECT schedq.create_run('big', 'continue') \gset
+SELECT count(schedq.submit('step', run_id => :create_run, queue => 'big'))
+  FROM generate_series(1, 600);
+SELECT :create_run;
+});
+($big) = $big =~ /(\d+)\s*$/;
+($st, undef, $body) = http($port, 'GET', "/api/run?id=$big", cookie => $again);
+is($st, 200, 'a run of 600 tasks answers');
+my $sent = () = $body =~ /"kind" ?: ?"step"/g;
+is($sent, 501, '... with its first 500 tasks and one more, not 600');
 
 # A statement of the console runs at most 5 seconds: a page blocked by a
 # lock answers with the timeout instead of holding the connection.
