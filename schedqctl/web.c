@@ -648,7 +648,8 @@ ctl_web_command(int argc, char **argv)
 									"--tls-cert and --tls-key go together");
 	if (no_sign_in && !read_only)
 		return ctl_main_usage_error("web", "--no-sign-in needs --read-only");
-	if (!parse_listen(listen, &addr, &v6))
+	port = listen != NULL ? strrchr(listen, ':') : NULL;
+	if (port == NULL || !parse_listen(listen, &addr, &v6))
 		return ctl_main_usage_error(
 			"web", "--listen needs HOST:PORT, e.g. 127.0.0.1:8080, not \"%s\"",
 			listen);
@@ -657,7 +658,6 @@ ctl_web_command(int argc, char **argv)
 		pg_log_error("web: this libmicrohttpd was built without TLS");
 		return EXIT_ERROR;
 	}
-	port = strrchr(listen, ':');
 	allow_host(pg_strdup(listen));
 	allow_host(psprintf("localhost%s", port));
 	allow_host(psprintf("127.0.0.1%s", port));
