@@ -7,9 +7,10 @@
  *	  webact.c) over the sessions of websession.c.  It binds the loopback
  *	  address by default, and answers only to its own names (the Host
  *	  header: --listen, the loopback names, --allow-host); with --tls-cert
- *	  and --tls-key it speaks HTTPS only.  Bounded: at most WEB_MAX_BODY bytes of request body, 32 KB of
- *	  headers per connection, 64 connections (16 per client address), 30
- *	  seconds of idle time per connection.
+ *	  and --tls-key it speaks HTTPS only.  Bounded: at most WEB_MAX_BODY
+ *	  bytes of request body, 32 KB of headers per connection, 64
+ *	  connections (16 per client address), 30 seconds of idle time per
+ *	  connection.
  *
  *	  Every answer carries a strict Content-Security-Policy (scripts and
  *	  styles from the console's own files only, nothing inline), nosniff,

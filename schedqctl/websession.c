@@ -9,9 +9,9 @@
  *	  what the session may do; the console holds no privilege of its own.
  *	  The password must be one the server asked for (connect_as): never
  *	  the console's own.  A refusal is "sign-in failed" to the browser,
- *	  its reason on stderr.  The
- *	  password is not kept by the console (libpq keeps it in the session's
- *	  connections, to reconnect a broken one).
+ *	  its reason on stderr.  The password is not kept by the console
+ *	  (libpq keeps it in the session's connections, to reconnect a broken
+ *	  one).
  *
  *	  A session is a random 256-bit id (the HttpOnly, SameSite=Strict
  *	  cookie schedq_session; Secure over TLS), a random 256-bit CSRF token
@@ -22,9 +22,10 @@
  *	  WEB_SESSIONS_PER_ROLE open ones of a role; beyond, a sign-in is
  *	  refused (503) rather than push out an open session.  One idle for
  *	  WEB_SESSION_IDLE seconds is closed, and a browser's session when it
- *	  signs in again.  Every statement has WEB_STATEMENT_TIMEOUT.  Signing in itself is guarded by a token too (the
- *	  schedq_login cookie, echoed in the header), so that no other site can
- *	  sign a browser in as a role of its choosing.
+ *	  signs in again.  Every statement has WEB_STATEMENT_TIMEOUT.  Signing
+ *	  in itself is guarded by a token too (the schedq_login cookie, echoed
+ *	  in the header), so that no other site can sign a browser in as a
+ *	  role of its choosing.
  *
  *	  --read-only --no-sign-in: no sign-in; one shared session connects
  *	  with -d's conninfo alone, with default_transaction_read_only on (its
@@ -139,8 +140,7 @@ ctl_websession_read_only(void)
 
 /*
  * Connect as a role (user NULL: -d's own), with its password and the
- * console's options.  Returns
- * NULL, with *why, when the server refused.
+ * console's options.  Returns NULL, with *why, when the server refused.
  *
  * Signing in as a role proves its password to the server, and nothing
  * else counts: the password is given explicitly, no password file is read

@@ -266,6 +266,11 @@ is($rc, 2, '--allow-host with a space: exit 2');
 	'--listen', '127.0.0.1:' . PostgreSQL::Test::Cluster::get_free_port());
 is($rc, 2, '--no-sign-in as a superuser: exit 2');
 like($e, qr/superuser.*monitor role/s, '... and says to use a monitor role');
+($rc, $o, $e) = ctl($node, 'ops', 'web', '--read-only', '--no-sign-in',
+	'--listen', '127.0.0.1:' . PostgreSQL::Test::Cluster::get_free_port(),
+	{ env => { PGPASSWORD => $password } });
+is($rc, 2, '--no-sign-in as a BYPASSRLS admin (ops): exit 2');
+like($e, qr/BYPASSRLS/, '... and says why');
 ($web, $port) = start_web('127.0.0.1', {},
 	'-d', "$conninfo user=oncall password=$password",
 	'--read-only', '--no-sign-in');
