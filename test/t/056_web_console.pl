@@ -9,9 +9,8 @@
 #	  task's payload, result and error; find by dedup key; a hostile task
 #	  kind runs no script; a workflow graph with a failed and a skipped
 #	  node; every action (pause, resume, retry, cancel, disable, enable,
-#	  set a limit) works for the admin (enable and disable on its own
-#	  schedule only: another role's is refused, keeping its owner) and is
-#	  refused with the database's
+#	  set a limit) works for the admin (enable and disable keep the
+#	  schedule's owner) and is refused with the database's
 #	  error for the monitor (which reads through the all_ views, without
 #	  payloads) and the submitter; a POST without the CSRF token is
 #	  refused (403); --read-only offers no action and refuses a forged

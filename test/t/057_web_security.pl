@@ -8,8 +8,8 @@
 #	  message; listening on 0.0.0.0, a foreign Host is refused (421) while
 #	  the loopback names and --allow-host names are served;
 #	  --no-sign-in refuses to start as a superuser (exit 2), and refuses
-#	  /api/logout; enabling or disabling another role's schedule is
-#	  refused (403) and leaves its owner; at most 4 sessions of a role
+#	  /api/logout; enabling or disabling a schedule
+#	  (schedq.set_schedule_enabled) keeps its owner; at most 4 sessions of a role
 #	  (503, none evicted), and signing in again closes the previous one;
 #	  a statement blocked by a lock is canceled after 5 seconds; a run's
 #	  graph is sent at most 500 tasks.
@@ -149,10 +149,17 @@ is($st, 401, 'a wrong password is refused, not replaced by the file\'s');
 $web->signal('TERM');
 $web->finish;
 
-# Enabling or disabling a schedule keeps its owner: the console refuses
-# another role's schedule rather than let schedq.schedule() take it over.
+# Enabling or disabling a schedule keeps its owner: the console calls
+# schedq.set_schedule_enabled, not schedq.schedule() (which makes its
+# caller the owner).
 $node->safe_psql('postgres',
 	"SET ROLE app; SELECT schedq.schedule('nightly', '0 3 * * *', 'report')");
+sub nightly
+{
+	return $node->safe_psql('postgres',
+		"SELECT owner::text || ' ' || enabled || ' ' || (next_run > now()) "
+		  . "FROM schedq.periodic WHERE name = 'nightly'");
+}
 ($web, $port) = start_web('127.0.0.1', {}, '-d', $conninfo);
 my ($cookie, $csrf) = session_of($port, 'ops');
 my $head;
@@ -161,29 +168,58 @@ my $head;
 	cookie => $cookie,
 	csrf => $csrf,
 	body => 'name=nightly');
-is($st, 403, 'the admin cannot disable app\'s schedule from the console');
-like($body, qr/belongs to role app/, '... which says whose it is');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'"
-	),
-	'app true',
-	'... and the schedule is still app\'s, enabled');
+is($st, 200, 'the admin disables app\'s schedule from the console');
+is(nightly(), 'app false true', '... which stays app\'s, disabled');
+($st, $head, $body) = http(
+	$port, 'POST', '/api/action/enable',
+	cookie => $cookie,
+	csrf => $csrf,
+	body => 'name=nowhere');
+is($st, 404, 'no such schedule: 404');
 ($cookie, $csrf) = session_of($port, 'app');
 ($st, $head, $body) = http(
-	$port, 'POST', '/api/action/disable',
+	$port, 'POST', '/api/action/enable',
 	cookie => $cookie,
 	csrf => $csrf,
 	body => 'name=nightly');
-is($st, 200, 'app disables its own schedule');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'"
-	),
-	'app false',
-	'... which stays app\'s, disabled');
+is($st, 200, 'app enables its own schedule');
+is(nightly(), 'app true true', '... which stays app\'s, enabled');
 $web->signal('TERM');
 $web->finish;
+
+# schedq.set_schedule_enabled itself: the owner stays; a role that may not
+# act for the owner is refused (42501); enabling starts from now; NULLs
+# are refused (22004); a missing one is false.
+$node->safe_psql('postgres', q{
+SET ROLE ops;
+SELECT schedq.schedule('ops-job', '0 4 * * *', 'cleanup');
+RESET ROLE;
+UPDATE schedq.periodic SET next_run = now() - interval '3 days', enabled = false
+ WHERE name = 'ops-job';
+});
+my ($ret, $out, $err) = $node->psql('postgres',
+	"SET ROLE app; SELECT schedq.set_schedule_enabled('ops-job', false)");
+like($err, qr/permission denied for periodic task "ops-job"/,
+	'app may not disable ops\'s schedule');
+($ret, $out, $err) = $node->psql('postgres',
+	"SET ROLE app; SELECT schedq.set_schedule_enabled('nightly', NULL)");
+like($err, qr/enabled must not be null/, 'enabled NULL is refused');
+is( $node->safe_psql(
+		'postgres', q{SET ROLE ops;
+SELECT schedq.set_schedule_enabled('ops-job', true) || ' '
+  || schedq.set_schedule_enabled('no-such', true)}),
+	'true false',
+	'enabling: true; a missing one: false');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT owner::text || ' ' || enabled || ' ' || (next_run > now()) "
+		  . "FROM schedq.periodic WHERE name = 'ops-job'"),
+	'ops true true',
+	'... started from now, not from its old next run');
+($ret, $out, $err) = $node->psql('postgres',
+	"SET ROLE app; SELECT schedq.set_schedule_enabled('nightly', NULL)",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/22004/, '... with 22004');
 
 # Sessions: at most 4 open of one role (503 after, none evicted); signing
 # in again closes the browser's previous session.
