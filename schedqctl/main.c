@@ -206,6 +206,7 @@ static const CtlCommand commands[] = {
 	  "its password; the console connects as that role, whose privileges\n"
 	  "decide what it sees and may do.  Stops at SIGINT or SIGTERM.\n\n"
 	  "  --listen=HOST:PORT  address to listen on (127.0.0.1:8080)\n"
+	  "  --allow-host=NAME   also answer to this Host (repeatable)\n"
 	  "  --read-only         offer no action, and refuse any\n"
 	  "  --no-sign-in        with --read-only: no sign-in, connect as -d says\n"
 	  "  --tls-cert=FILE     serve HTTPS with this certificate (PEM) ...\n"

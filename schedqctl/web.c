@@ -5,10 +5,12 @@
  *	  An HTTP server (libmicrohttpd, a pool of four threads) serving the
  *	  console's static files (web/, embedded) and a JSON API (webapi.c,
  *	  webact.c) over the sessions of websession.c.  It binds the loopback
- *	  address by default; with --tls-cert and --tls-key it speaks HTTPS
- *	  only.  Bounded: at most WEB_MAX_BODY bytes of request body, 32 KB of
- *	  headers per connection, 64 connections (16 per client address), 30
- *	  seconds of idle time per connection.
+ *	  address by default, and answers only to its own names (the Host
+ *	  header: --listen, the loopback names, --allow-host); with --tls-cert
+ *	  and --tls-key it speaks HTTPS only.  Bounded: at most WEB_MAX_BODY
+ *	  bytes of request body, 32 KB of headers per connection, 64
+ *	  connections (16 per client address), 30 seconds of idle time per
+ *	  connection.
  *
  *	  Every answer carries a strict Content-Security-Policy (scripts and
  *	  styles from the console's own files only, nothing inline), nosniff,
@@ -20,7 +22,6 @@
  */
 #include "postgres_fe.h"
 
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -41,12 +42,40 @@
 	"frame-ancestors 'none'; base-uri 'none'"
 
 /*
- * The Host headers accepted when listening on a loopback address (NULL:
- * any): the address of --listen, and localhost with its port.  A page of
- * another site that makes its name resolve to 127.0.0.1 (DNS rebinding)
- * sends its own name, and is refused.
+ * The Host headers accepted, whatever the address listened on: the HOST:PORT
+ * of --listen as given, localhost, 127.0.0.1 and [::1] with its port, and
+ * each --allow-host NAME (alone, and with the port when it has none).  A
+ * page of another site that makes its name resolve to an address of the
+ * console (DNS rebinding) sends its own name, and is refused (421).
  */
-static char *host_loopback[2];
+#define WEB_MAX_HOSTS 36
+static char *allowed_hosts[WEB_MAX_HOSTS];
+static int	 n_allowed_hosts;
+
+static void
+allow_host(char *host)
+{
+	if (n_allowed_hosts < WEB_MAX_HOSTS)
+		allowed_hosts[n_allowed_hosts++] = host;
+}
+
+static bool
+host_allowed(const char *host)
+{
+	for (int i = 0; host != NULL && i < n_allowed_hosts; i++)
+		if (pg_strcasecmp(host, allowed_hosts[i]) == 0)
+			return true;
+	return false;
+}
+
+/* An --allow-host name: a DNS name or an address, with or without :PORT. */
+static bool
+valid_host(const char *name)
+{
+	return name[0] != '\0' && strlen(name) <= 255 &&
+		   strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						"0123456789.-:[]") == strlen(name);
+}
 
 /* One request: its body, as it arrives, and the form fields parsed. */
 typedef struct WebRequest
@@ -282,7 +311,8 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		/* not signed in: a fresh sign-in token, also as a cookie */
 		ctl_websession_login_token(token);
 		snprintf(cookie, sizeof(cookie),
-				 "schedq_login=%s; Path=/; HttpOnly; SameSite=Strict%s", token,
+				 "%s=%s; Path=/; HttpOnly; SameSite=Strict%s",
+				 ctl_websession_cookie_name(true), token,
 				 ctl_websession_tls() ? "; Secure" : "");
 		appendPQExpBuffer(out, "{\"signedIn\":false,\"loginToken\":\"%s\"}",
 						  token);
@@ -295,14 +325,21 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 					 session, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 														  "X-CSRF-Token")))
 			status = 403;
+		else if (!ctl_websession_logout(session))
+		{
+			status = 400;
+			appendPQExpBufferStr(out, "{\"error\":\"this console has no "
+									  "sign-in\",\"sqlstate\":null}");
+		}
 		else
 		{
-			ctl_websession_logout(session);
 			snprintf(cookie, sizeof(cookie),
-					 "schedq_session=; Path=/; HttpOnly; SameSite=Strict; "
-					 "Max-Age=0");
+					 "%s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0%s",
+					 ctl_websession_cookie_name(false),
+					 ctl_websession_tls() ? "; Secure" : "");
 		}
-		appendPQExpBuffer(out, "{\"signedIn\":false}");
+		if (out->len == 0)
+			appendPQExpBufferStr(out, "{\"signedIn\":false}");
 	}
 	else
 	{
@@ -311,7 +348,8 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		call.arg = post_arg;
 		call.arg_state = req;
 		if (!ctl_websession_login_token_ok(
-				MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "schedq_login"),
+				MHD_lookup_connection_value(c, MHD_COOKIE_KIND,
+											ctl_websession_cookie_name(true)),
 				MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 											"X-CSRF-Token")))
 		{
@@ -321,8 +359,8 @@ handle_session(struct MHD_Connection *c, const char *url, bool post,
 		}
 		else
 			status = ctl_websession_login(post_arg(&call, "user"),
-										  post_arg(&call, "password"), out,
-										  cookie, sizeof(cookie));
+										  post_arg(&call, "password"), session,
+										  out, cookie, sizeof(cookie));
 	}
 	ret = respond_json(c, status, out, cookie[0] ? cookie : NULL);
 	destroyPQExpBuffer(out);
@@ -425,17 +463,10 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	}
 	if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return respond_error(c, 405, "method not allowed");
-	if (host_loopback[0] != NULL)
-	{
-		const char *host =
-			MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-
-		if (host == NULL || (strcmp(host, host_loopback[0]) != 0 &&
-							 strcmp(host, host_loopback[1]) != 0))
-			return respond_error(c, 421,
-								 "this console answers to its own "
-								 "address only");
-	}
+	if (!host_allowed(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host")))
+		return respond_error(c, 421,
+							 "this console answers to its own names only "
+							 "(--allow-host)");
 	if (req->too_large)
 		return respond_error(c, 413, "request body too large");
 	if (strncmp(url, "/api/", 5) != 0)
@@ -452,7 +483,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 		form_parse(req);
 	}
 	session = ctl_websession_find(
-		MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "schedq_session"));
+		MHD_lookup_connection_value(c, MHD_COOKIE_KIND,
+									ctl_websession_cookie_name(false)));
 	if (strcmp(url, "/api/session") == 0 || strcmp(url, "/api/login") == 0 ||
 		strcmp(url, "/api/logout") == 0)
 		ret = handle_session(c, url, post, req, session);
@@ -545,6 +577,7 @@ ctl_web_command(int argc, char **argv)
 		{ "no-sign-in", no_argument, NULL, 'n' },
 		{ "tls-cert", required_argument, NULL, 'c' },
 		{ "tls-key", required_argument, NULL, 'k' },
+		{ "allow-host", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, '?' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -554,6 +587,9 @@ ctl_web_command(int argc, char **argv)
 	const char			   *key = NULL;
 	bool					read_only = false;
 	bool					no_sign_in = false;
+	const char			   *extra_hosts[WEB_MAX_HOSTS / 2 - 4];
+	int						n_extra_hosts = 0;
+	const char			   *port;
 	struct sockaddr_storage addr;
 	bool					v6 = false;
 	unsigned int			flags =
@@ -562,6 +598,7 @@ ctl_web_command(int argc, char **argv)
 	sigset_t		   sigs;
 	int				   sig;
 	int				   opt;
+	int				   ret;
 
 	while ((opt = getopt_long(argc, argv, "d:", long_options, NULL)) != -1)
 	{
@@ -585,6 +622,16 @@ ctl_web_command(int argc, char **argv)
 			case 'k':
 				key = optarg;
 				break;
+			case 'a':
+				if (!valid_host(optarg) ||
+					n_extra_hosts >= WEB_MAX_HOSTS / 2 - 4)
+					return ctl_main_usage_error(
+						"web",
+						"--allow-host needs a host name or address (at most "
+						"%d of them), not \"%s\"",
+						WEB_MAX_HOSTS / 2 - 4, optarg);
+				extra_hosts[n_extra_hosts++] = optarg;
+				break;
 			case '?':
 				if (optind > 0 && strcmp(argv[optind - 1], "--help") == 0)
 				{
@@ -602,7 +649,8 @@ ctl_web_command(int argc, char **argv)
 									"--tls-cert and --tls-key go together");
 	if (no_sign_in && !read_only)
 		return ctl_main_usage_error("web", "--no-sign-in needs --read-only");
-	if (!parse_listen(listen, &addr, &v6))
+	port = listen != NULL ? strrchr(listen, ':') : NULL;
+	if (port == NULL || !parse_listen(listen, &addr, &v6))
 		return ctl_main_usage_error(
 			"web", "--listen needs HOST:PORT, e.g. 127.0.0.1:8080, not \"%s\"",
 			listen);
@@ -611,23 +659,25 @@ ctl_web_command(int argc, char **argv)
 		pg_log_error("web: this libmicrohttpd was built without TLS");
 		return EXIT_ERROR;
 	}
-	if (listen != NULL && strrchr(listen, ':') != NULL &&
-		((!v6 && (ntohl(((struct sockaddr_in *) &addr)->sin_addr.s_addr) >>
-				  24) == 127) ||
-		 (v6 &&
-		  IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *) &addr)->sin6_addr))))
+	allow_host(pg_strdup(listen));
+	allow_host(psprintf("localhost%s", port));
+	allow_host(psprintf("127.0.0.1%s", port));
+	allow_host(psprintf("[::1]%s", port));
+	for (int i = 0; i < n_extra_hosts; i++)
 	{
-		host_loopback[0] = pg_strdup(listen);
-		host_loopback[1] = psprintf("localhost%s", strrchr(listen, ':'));
+		allow_host(pg_strdup(extra_hosts[i]));
+		if (strchr(extra_hosts[i], ':') == NULL ||
+			extra_hosts[i][strlen(extra_hosts[i]) - 1] == ']')
+			allow_host(psprintf("%s%s", extra_hosts[i], port));
 	}
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	if (cert != NULL)
 		flags |= MHD_USE_TLS;
 
-	ctl_websession_init(conninfo, read_only, no_sign_in, cert != NULL);
-	if (no_sign_in && ctl_websession_find(NULL) == NULL)
-		return EXIT_CONNECT;
+	ret = ctl_websession_init(conninfo, read_only, no_sign_in, cert != NULL);
+	if (ret != EXIT_OK)
+		return ret;
 
 	/* SIGINT and SIGTERM stop the server: the threads never take them. */
 	sigemptyset(&sigs);

@@ -23,13 +23,18 @@
 #include "libpq-fe.h"
 #include "pqexpbuffer.h"
 
-/* Limits: sessions, each one's connections, a request body, idle time. */
-#define WEB_MAX_SESSIONS  32
-#define WEB_SESSION_CONNS 2
-#define WEB_MAX_BODY	  8192
-#define WEB_SESSION_IDLE  1800 /* seconds */
-#define WEB_ID_BYTES	  32   /* session ids and CSRF tokens: 256 bits */
-#define WEB_ID_HEX		  (WEB_ID_BYTES * 2)
+/*
+ * Limits: sessions (in all, of one role), each one's connections, a
+ * statement, a request body, idle time.
+ */
+#define WEB_MAX_SESSIONS	  32
+#define WEB_SESSIONS_PER_ROLE 4
+#define WEB_STATEMENT_TIMEOUT "5s"
+#define WEB_SESSION_CONNS	  2
+#define WEB_MAX_BODY		  8192
+#define WEB_SESSION_IDLE	  1800 /* seconds */
+#define WEB_ID_BYTES		  32   /* session ids and CSRF tokens: 256 bits */
+#define WEB_ID_HEX			  (WEB_ID_BYTES * 2)
 
 /* What the signed-in role may read: its own tables, or a monitor's views. */
 typedef enum WebSource
@@ -74,7 +79,7 @@ extern bool ctl_web_query_json(WebCall *call, const char *sql, int nparams,
 							   const char *const *values);
 
 /* websession.c */
-extern void		   ctl_websession_init(const char *conninfo, bool read_only,
+extern int		   ctl_websession_init(const char *conninfo, bool read_only,
 									   bool no_sign_in, bool tls);
 extern WebSession *ctl_websession_find(const char *cookie);
 extern void		   ctl_websession_release(WebSession *session);
@@ -86,16 +91,17 @@ extern WebSource ctl_websession_source(WebSession *session);
 extern const char *ctl_websession_user(WebSession *session);
 extern void ctl_websession_describe(WebSession *session, PQExpBuffer out);
 extern int	ctl_websession_login(const char *user, const char *password,
-								 PQExpBuffer out, char *cookie,
+								 WebSession *old, PQExpBuffer out, char *cookie,
 								 size_t cookie_len);
-extern void ctl_websession_logout(WebSession *session);
-extern void ctl_websession_login_token(char *hex);
-extern bool ctl_websession_login_token_ok(const char *cookie,
-										  const char *token);
-extern bool ctl_websession_tls(void);
-extern bool ctl_websession_read_only(void);
-extern void ctl_websession_random_hex(char *hex);
-extern void ctl_websession_shutdown(void);
+extern const char *ctl_websession_cookie_name(bool login);
+extern bool		   ctl_websession_logout(WebSession *session);
+extern void		   ctl_websession_login_token(char *hex);
+extern bool		   ctl_websession_login_token_ok(const char *cookie,
+												 const char *token);
+extern bool		   ctl_websession_tls(void);
+extern bool		   ctl_websession_read_only(void);
+extern void		   ctl_websession_random_hex(char *hex);
+extern void		   ctl_websession_shutdown(void);
 
 /* webapi.c */
 extern bool ctl_webapi_dispatch(const char *name, WebCall *call);

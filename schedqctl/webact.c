@@ -12,10 +12,8 @@
  *	  pause, resume		schedq.pause_queue(queue), schedq.resume_queue(queue)
  *	  limit				schedq.set_concurrency_limit(key, max), an empty max
  *						removes the limit
- *	  enable, disable	schedq.schedule(...) again with the schedule's own
- *						template and enabled set (schedq has no function that
- *						only enables one): as the role, which must see the
- *						schedule and may replace it
+ *	  enable, disable	schedq.set_schedule_enabled(name, enabled), which
+ *						keeps the schedule's owner
  *
  *	  schedq has no function that fires a schedule now: the console offers
  *	  no such action.
@@ -26,16 +24,10 @@
 #include "schedqctl.h"
 #include "web.h"
 
-/* The schedule's own template, enabled as $2. */
+/* Enable or disable a schedule, keeping its owner; false: no such one. */
 static const char *const enable_sql =
 	"SELECT pg_catalog.json_build_object('ok', true, 'changed', "
-	"schedq.schedule(name => p.name, schedule => p.schedule, kind => p.kind, "
-	"payload => p.payload, timezone => p.timezone, enabled => $2::boolean, "
-	"queue => p.queue, priority => p.priority, max_attempts => "
-	"p.max_attempts, timeout => p.timeout, lock_key => p.lock_key, "
-	"concurrency_key => p.concurrency_key, required_caps => p.required_caps, "
-	"budgets => p.budgets, cost => p.cost) IS NOT NULL) "
-	"FROM schedq.periodic p WHERE p.name = $1";
+	"schedq.set_schedule_enabled($1, $2::boolean))";
 
 typedef struct WebAction
 {
@@ -113,28 +105,11 @@ run_action(const WebAction *a, WebCall *call)
 		values[1] = a->fixed2;
 		n = 2;
 	}
-	if (a->sql == enable_sql)
-	{
-		PGresult *res =
-			PQexecParams(call->conn, a->sql, n, NULL, values, NULL, NULL, 0);
-
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-			ctl_web_json_result_error(call, call->conn, res);
-		else if (PQntuples(res) == 0)
-			ctl_web_json_error(call, 404,
-							   "no such schedule (or not one this role may see "
-							   "in schedq.periodic)",
-							   NULL);
-		else
-		{
-			resetPQExpBuffer(call->out);
-			appendPQExpBufferStr(call->out, PQgetvalue(res, 0, 0));
-			call->status = 200;
-		}
-		PQclear(res);
-		return;
-	}
-	ctl_web_query_json(call, a->sql, n, values);
+	if (ctl_web_query_json(call, a->sql, n, values) && a->sql == enable_sql &&
+		strstr(call->out->data, "false") != NULL)
+		ctl_web_json_error(call, 404,
+						   "no such schedule (or not one this role may see)",
+						   NULL);
 }
 
 /* Run the action NAME; false when there is none. */

@@ -265,12 +265,16 @@ static const WebQuery runs_q = {
 	"LIMIT $2::integer) r",
 };
 
+/*
+ * A run's first RUN_TASKS_MAX tasks, and one more to tell the page there
+ * are more (it draws RUN_TASKS_MAX and says so).
+ */
 #define RUN_TASKS_SQL(T)                                                          \
 	"SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object('id', id, " \
 	"'kind', kind, 'status', status, 'depends_on', depends_on, 'attempts', "      \
 	"attempts, 'progress', progress, 'last_error', "                              \
-	"pg_catalog.left(last_error, 200)) ORDER BY id), '[]') FROM schedq." T        \
-	" WHERE run_id = $1::bigint"
+	"pg_catalog.left(last_error, 200)) ORDER BY id), '[]') FROM (SELECT * "       \
+	"FROM schedq." T " WHERE run_id = $1::bigint ORDER BY id LIMIT 501) t"
 
 static const WebQuery run_tasks_q = {
 	RUN_TASKS_SQL("task"),

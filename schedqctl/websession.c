@@ -7,23 +7,30 @@
  *	  -d as that role (the role and password given override any in -d).
  *	  Whatever the server's pg_hba.conf and the role's privileges allow is
  *	  what the session may do; the console holds no privilege of its own.
- *	  A wrong password is the server's refusal, shown as such.  The
- *	  password is not kept by the console (libpq keeps it in the session's
- *	  connections, to reconnect a broken one).
+ *	  The password must be one the server asked for (connect_as): never
+ *	  the console's own.  A refusal is "sign-in failed" to the browser,
+ *	  its reason on stderr.  The password is not kept by the console
+ *	  (libpq keeps it in the session's connections, to reconnect a broken
+ *	  one).
  *
  *	  A session is a random 256-bit id (the HttpOnly, SameSite=Strict
  *	  cookie schedq_session; Secure over TLS), a random 256-bit CSRF token
  *	  (which the page reads from GET /api/session and sends in the
  *	  X-CSRF-Token header of every POST), and WEB_SESSION_CONNS libpq
- *	  connections as the role, which its requests borrow.  At most
- *	  WEB_MAX_SESSIONS sessions; one idle for WEB_SESSION_IDLE seconds is
- *	  closed.  Signing in itself is guarded by a token too (the
- *	  schedq_login cookie, echoed in the header), so that no other site can
- *	  sign a browser in as a role of its choosing.
+ *	  connections as the role, which its requests borrow; over TLS the
+ *	  cookies have the __Host- prefix.  At most WEB_MAX_SESSIONS sessions,
+ *	  WEB_SESSIONS_PER_ROLE open ones of a role; beyond, a sign-in is
+ *	  refused (503) rather than push out an open session.  One idle for
+ *	  WEB_SESSION_IDLE seconds is closed, and a browser's session when it
+ *	  signs in again.  Every statement has WEB_STATEMENT_TIMEOUT.  Signing
+ *	  in itself is guarded by a token too (the schedq_login cookie, echoed
+ *	  in the header), so that no other site can sign a browser in as a
+ *	  role of its choosing.
  *
  *	  --read-only --no-sign-in: no sign-in; one shared session connects
- *	  with -d's conninfo alone (its role is the operator's choice, e.g. a
- *	  monitor).
+ *	  with -d's conninfo alone, with default_transaction_read_only on (its
+ *	  role is the operator's choice, e.g. a monitor; never one that reads
+ *	  every payload: shared_role_ok), and cannot be signed out of.
  *
  *	  Every session is in one array under one mutex; a session in use by a
  *	  request (refs > 0) is never freed under it.
@@ -64,6 +71,7 @@ static const char	  *web_conninfo;
 static bool			   web_read_only;
 static bool			   web_no_sign_in;
 static bool			   web_tls;
+static char			  *web_options;
 
 /*
  * 256 random bits from the kernel (getrandom), as 64 hex digits; exits if
@@ -109,6 +117,21 @@ ctl_websession_tls(void)
 	return web_tls;
 }
 
+/*
+ * The name of the session's cookie (login: of the sign-in token's).  Over
+ * TLS with the __Host- prefix, which a browser accepts only from a secure
+ * origin, with Path=/ and no Domain: no other host (a sibling subdomain)
+ * can set or shadow it.  Over plain HTTP the prefix would make the
+ * browser drop the cookie (it needs Secure), so the plain name.
+ */
+const char *
+ctl_websession_cookie_name(bool login)
+{
+	if (login)
+		return web_tls ? "__Host-schedq_login" : "schedq_login";
+	return web_tls ? "__Host-schedq_session" : "schedq_session";
+}
+
 bool
 ctl_websession_read_only(void)
 {
@@ -116,14 +139,20 @@ ctl_websession_read_only(void)
 }
 
 /*
- * Connect as a role (user NULL: -d's own), with its password.  Returns
- * NULL, with *why, when the server refused.
+ * Connect as a role (user NULL: -d's own), with its password and the
+ * console's options.  Returns NULL, with *why, when the server refused.
+ *
+ * Signing in as a role proves its password to the server, and nothing
+ * else counts: the password is given explicitly, no password file is read
+ * (passfile=/dev/null; PGPASSWORD never applies as a password is given),
+ * and a connection the server let in without asking for the password
+ * (trust, peer, ident, a client certificate, GSSAPI) is refused.
  */
 static PGconn *
 connect_as(const char *user, const char *password, char **why)
 {
-	const char *keys[6];
-	const char *values[6];
+	const char *keys[9];
+	const char *values[9];
 	int			n = 0;
 	PGconn	   *conn;
 
@@ -137,8 +166,12 @@ connect_as(const char *user, const char *password, char **why)
 		keys[n] = "user";
 		values[n++] = user;
 		keys[n] = "password";
-		values[n++] = password ? password : "";
+		values[n++] = password;
+		keys[n] = "passfile";
+		values[n++] = "/dev/null";
 	}
+	keys[n] = "options";
+	values[n++] = web_options;
 	keys[n] = "fallback_application_name";
 	values[n++] = "schedqctl web";
 	keys[n] = "connect_timeout";
@@ -149,6 +182,15 @@ connect_as(const char *user, const char *password, char **why)
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 	{
 		*why = conn ? ctl_conn_message(conn, NULL) : pg_strdup("out of memory");
+		PQfinish(conn);
+		return NULL;
+	}
+	if (user != NULL && !PQconnectionUsedPassword(conn))
+	{
+		*why = psprintf("the server let role \"%s\" in without its password "
+						"(pg_hba.conf: sign-in needs a password method, such "
+						"as scram-sha-256)",
+						user);
 		PQfinish(conn);
 		return NULL;
 	}
@@ -206,39 +248,119 @@ session_free(WebSession *s)
 }
 
 /*
- * A session for these connections: a free slot, or the one idle longest
- * (lock held).  NULL when every session is in use.
+ * A session for these connections (lock held): a free slot, or that of a
+ * session signed out of or idle too long; never one still open.  NULL,
+ * with *why, when every slot is taken by an open session or the role has
+ * WEB_SESSIONS_PER_ROLE open already (old, the browser's previous session,
+ * is not counted: it is closed when the new one opens).
  */
 static WebSession *
-session_new(PGconn **conns, int n, const char *user)
+session_new(PGconn **conns, int n, const char *user, WebSource source,
+			WebSession *old, const char **why)
 {
 	WebSession *s = NULL;
+	time_t		now = time(NULL);
+	int			of_role = 0;
 
-	for (int i = 0; i < WEB_MAX_SESSIONS && s == NULL; i++)
-		if (!sessions[i].used)
-			s = &sessions[i];
-	for (int i = 0; i < WEB_MAX_SESSIONS && s == NULL; i++)
-		if (sessions[i].refs == 0 &&
-			(s == NULL || sessions[i].last_used < s->last_used))
-			s = &sessions[i];
-	if (s == NULL)
+	for (int i = 0; i < WEB_MAX_SESSIONS; i++)
+	{
+		WebSession *t = &sessions[i];
+		bool		open = t->used && !t->closing &&
+					(web_no_sign_in || now - t->last_used <= WEB_SESSION_IDLE);
+
+		if (open && t != old && strcmp(t->user, user) == 0)
+			of_role++;
+		if (s == NULL && (!t->used || (!open && t->refs == 0)))
+			s = t;
+	}
+	*why = NULL;
+	if (of_role >= WEB_SESSIONS_PER_ROLE)
+		*why = "too many sessions of this role; sign out of one, or try "
+			   "again later";
+	else if (s == NULL)
+		*why = "too many sessions; try again later";
+	if (*why != NULL)
 		return NULL;
 	if (s->used)
 		session_free(s);
+	if (old != NULL)
+		old->closing = true;
 	s->used = true;
 	ctl_websession_random_hex(s->id);
 	ctl_websession_random_hex(s->csrf);
 	s->user = pg_strdup(user);
 	s->database = pg_strdup(PQdb(conns[0]));
-	s->source = detect_source(conns[0]);
-	s->last_used = time(NULL);
+	s->source = source;
+	s->last_used = now;
 	s->nconns = n;
 	for (int i = 0; i < n; i++)
 		s->conns[i] = conns[i];
 	return s;
 }
 
-void
+/*
+ * The options of -d (or PGOPTIONS) with the console's own: a statement
+ * runs at most WEB_STATEMENT_TIMEOUT, and the shared session of
+ * --no-sign-in writes nothing, whatever its role.
+ */
+static char *
+console_options(bool read_only)
+{
+	PQconninfoOption *opts =
+		web_conninfo ? PQconninfoParse(web_conninfo, NULL) : NULL;
+	const char *given = getenv("PGOPTIONS");
+	char	   *result;
+
+	for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+			given = o->val;
+	result = psprintf("%s -c statement_timeout=%s%s", given ? given : "",
+					  WEB_STATEMENT_TIMEOUT,
+					  read_only ? " -c default_transaction_read_only=on" : "");
+	PQconninfoFree(opts);
+	return result;
+}
+
+/*
+ * --no-sign-in serves every browser that reaches it as -d's role: refuse a
+ * role that reads every task's payload whatever row-level security says
+ * (a superuser, BYPASSRLS, the owner of schedq.task or a member of it).
+ * Returns false, having said why, for such a role.
+ */
+static bool
+shared_role_ok(PGconn *conn)
+{
+	PGresult *res =
+		PQexec(conn,
+			   "SELECT r.rolsuper, r.rolbypassrls, "
+			   "COALESCE((SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') "
+			   "FROM pg_catalog.pg_class c WHERE c.oid = "
+			   "pg_catalog.to_regclass('schedq.task')), false) "
+			   "FROM pg_catalog.pg_roles r WHERE r.rolname = current_user");
+	const char *why = NULL;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		why = "its attributes could not be read";
+	else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
+		why = "is a superuser";
+	else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0)
+		why = "bypasses row-level security (BYPASSRLS)";
+	else if (strcmp(PQgetvalue(res, 0, 2), "t") == 0)
+		why = "owns schedq.task";
+	if (why != NULL)
+		pg_log_error("web: --no-sign-in as role \"%s\", which %s, would show "
+					 "every task's payload to anyone who reaches the console; "
+					 "use a monitor role (docs/security.md#roles)",
+					 PQuser(conn), why);
+	PQclear(res);
+	return why == NULL;
+}
+
+/*
+ * Returns EXIT_OK, or the exit status of schedqctl web when the shared
+ * session of --no-sign-in cannot be made.
+ */
+int
 ctl_websession_init(const char *conninfo, bool read_only, bool no_sign_in,
 					bool tls)
 {
@@ -246,24 +368,29 @@ ctl_websession_init(const char *conninfo, bool read_only, bool no_sign_in,
 	web_read_only = read_only;
 	web_no_sign_in = no_sign_in;
 	web_tls = tls;
+	web_options = console_options(no_sign_in);
 	if (no_sign_in)
 	{
-		PGconn *conns[WEB_SHARED_CONNS];
-		char   *why = NULL;
+		PGconn	   *conns[WEB_SHARED_CONNS];
+		char	   *why = NULL;
+		const char *full = NULL;
 
 		for (int i = 0; i < WEB_SHARED_CONNS; i++)
 		{
 			conns[i] = connect_as(NULL, NULL, &why);
-			if (conns[i] == NULL)
+			if (conns[i] == NULL || (i == 0 && !shared_role_ok(conns[0])))
 			{
-				pg_log_error("web: could not connect: %s", why);
-				for (int j = 0; j < i; j++)
+				if (conns[i] == NULL)
+					pg_log_error("web: could not connect: %s", why);
+				for (int j = 0; j <= i; j++)
 					PQfinish(conns[j]);
-				return;
+				return conns[i] == NULL ? EXIT_CONNECT : EXIT_USAGE;
 			}
 		}
-		session_new(conns, WEB_SHARED_CONNS, PQuser(conns[0]));
+		session_new(conns, WEB_SHARED_CONNS, PQuser(conns[0]),
+					detect_source(conns[0]), NULL, &full);
 	}
+	return EXIT_OK;
 }
 
 /*
@@ -395,12 +522,14 @@ ctl_websession_describe(WebSession *session, PQExpBuffer out)
  * answer goes to out, the session's cookie to cookie.
  */
 int
-ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
-					 char *cookie, size_t cookie_len)
+ctl_websession_login(const char *user, const char *password, WebSession *old,
+					 PQExpBuffer out, char *cookie, size_t cookie_len)
 {
 	PGconn	   *conns[WEB_SESSION_CONNS];
 	char	   *why = NULL;
+	const char *full = NULL;
 	WebSession *s;
+	WebSource	source;
 	WebCall		call = { 0 };
 
 	call.out = out;
@@ -415,28 +544,41 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 						   "a role name (at most 63 bytes) is needed", NULL);
 		return 400;
 	}
+	if (password == NULL || password[0] == '\0')
+	{
+		ctl_web_json_error(&call, 400, "a password is needed", NULL);
+		return 400;
+	}
 	for (int i = 0; i < WEB_SESSION_CONNS; i++)
 	{
 		conns[i] = connect_as(user, password, &why);
 		if (conns[i] == NULL)
 		{
-			char *msg = psprintf("could not sign in: %s", why);
-
+			/*
+			 * The browser learns only that it failed; the reason (which may
+			 * name the server) goes to the console's log.
+			 */
+			pg_log_warning("web: sign-in as \"%s\" failed: %s", user, why);
 			for (int j = 0; j < i; j++)
 				PQfinish(conns[j]);
-			ctl_web_json_error(&call, 401, msg, NULL);
-			pg_free(msg);
+			ctl_web_json_error(&call, 401,
+							   "sign-in failed: wrong role or password, or "
+							   "the server refused it",
+							   NULL);
 			pg_free(why);
 			return 401;
 		}
 	}
+	/* a round trip: not under the lock */
+	source = detect_source(conns[0]);
 	pthread_mutex_lock(&lock);
-	s = session_new(conns, WEB_SESSION_CONNS, user);
+	s = session_new(conns, WEB_SESSION_CONNS, user, source, old, &full);
 	if (s != NULL)
 	{
 		snprintf(cookie, cookie_len,
-				 "schedq_session=%s; Path=/; HttpOnly; SameSite=Strict%s",
-				 s->id, web_tls ? "; Secure" : "");
+				 "%s=%s; Path=/; HttpOnly; SameSite=Strict%s",
+				 ctl_websession_cookie_name(false), s->id,
+				 web_tls ? "; Secure" : "");
 		ctl_websession_describe(s, out);
 	}
 	pthread_mutex_unlock(&lock);
@@ -444,20 +586,25 @@ ctl_websession_login(const char *user, const char *password, PQExpBuffer out,
 	{
 		for (int i = 0; i < WEB_SESSION_CONNS; i++)
 			PQfinish(conns[i]);
-		ctl_web_json_error(&call, 503, "too many sessions; try again later",
-						   NULL);
+		ctl_web_json_error(&call, 503, full, NULL);
 		return 503;
 	}
 	return 200;
 }
 
-/* Sign out: the session closes once its requests are done. */
-void
+/*
+ * Sign out: the session closes once its requests are done.  Returns false
+ * without sign-in (the shared session stays).
+ */
+bool
 ctl_websession_logout(WebSession *session)
 {
+	if (web_no_sign_in)
+		return false;
 	pthread_mutex_lock(&lock);
 	session->closing = true;
 	pthread_mutex_unlock(&lock);
+	return true;
 }
 
 /* A sign-in token: random, checked only against the browser's cookie. */

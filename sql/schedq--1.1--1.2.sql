@@ -198,3 +198,13 @@ BEGIN
 	END IF;
 END
 $$;
+
+-- set_schedule_enabled: enable or disable a schedule and nothing else.
+-- Granted to no one, as in a fresh install: docs/security.md#roles lists
+-- it among the submitter's functions.
+CREATE FUNCTION schedq.set_schedule_enabled(name text, enabled boolean)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_set_schedule_enabled';
+COMMENT ON FUNCTION schedq.set_schedule_enabled IS 'enable or disable a periodic task, keeping its owner; false if there is none by that name';
+REVOKE ALL ON FUNCTION schedq.set_schedule_enabled FROM PUBLIC;

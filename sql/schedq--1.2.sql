@@ -657,6 +657,12 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_unschedule';
 COMMENT ON FUNCTION schedq.unschedule IS 'remove a periodic task; false if there is none by that name';
 
+CREATE FUNCTION schedq.set_schedule_enabled(name text, enabled boolean)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_set_schedule_enabled';
+COMMENT ON FUNCTION schedq.set_schedule_enabled IS 'enable or disable a periodic task, keeping its owner; false if there is none by that name';
+
 CREATE FUNCTION schedq.next_runs(schedule text, timezone text DEFAULT 'UTC',
 								 after timestamptz DEFAULT now(), n integer DEFAULT 5)
 RETURNS SETOF timestamptz

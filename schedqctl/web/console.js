@@ -433,8 +433,14 @@ pages.workflows = {
   },
 };
 
+// The console draws at most this many tasks of a run (it is sent one more
+// when there are more).
+const RUN_TASKS_MAX = 500;
+
 function drawRun(d) {
-  const tasks = Array.isArray(d.tasks) ? d.tasks : [];
+  const all = Array.isArray(d.tasks) ? d.tasks : [];
+  const more = all.length > RUN_TASKS_MAX;
+  const tasks = all.slice(0, RUN_TASKS_MAX);
   const info = d.run && d.run.error === undefined ? d.run : null;
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const depth = new Map();
@@ -489,6 +495,9 @@ function drawRun(d) {
       STATUSES.filter((st) => counts[st]).map((st) => st + ' ' + counts[st]).join(', ') +
       (info && info.failure_policy === 'halt' && counts.canceled ? ' · halted: its live tasks were canceled' : '') +
       (info && info.status === 'canceled' ? ' · canceled' : '')),
+    more ? h('p', { id: 'run-truncated', class: 'muted' },
+      'Showing the first ' + RUN_TASKS_MAX + ' tasks of the run (by id); the counts above are of those. ' +
+      'All of them: schedqctl list --run ' + runView.id + '.') : null,
     denied(d.run),
     h('div', { class: 'graph' }, svg),
     h('div', { class: 'legend' }, STATUSES.map((st) => h('span', {}, h('span', { class: 'swatch', 'data-color': STATUS_COLORS[st] }), st))),

@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * api/schedule.c
- *	  Periodic tasks: schedule, schedule_sql, unschedule and next_runs.
+ *	  Periodic tasks: schedule, schedule_sql, unschedule,
+ *	  set_schedule_enabled and next_runs.
  *
  * A schedule is a row of schedq.periodic, owned by the role that created
  * it; its tasks are fired by the periodic pass (pass/periodic.c).  The
@@ -55,6 +56,16 @@ static SchedqQuery q_upsert = SCHEDQ_QUERY(
 static SchedqQuery q_owner = SCHEDQ_QUERY(
 	"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
 	TEXTOID);
+static SchedqQuery q_row = SCHEDQ_QUERY(
+	"SELECT owner::oid, schedule, timezone, enabled FROM schedq.periodic"
+	" WHERE name = $1 FOR UPDATE",
+	TEXTOID);
+static SchedqQuery q_set_enabled =
+	SCHEDQ_QUERY("UPDATE schedq.periodic SET enabled = $2,"
+				 "  next_run = COALESCE($3, next_run),"
+				 "  last_error = CASE WHEN $2 THEN NULL ELSE last_error END,"
+				 "  updated_at = now() WHERE name = $1",
+				 TEXTOID, BOOLOID, TIMESTAMPTZOID);
 static SchedqQuery q_delete =
 	SCHEDQ_QUERY("DELETE FROM schedq.periodic WHERE name = $1", TEXTOID);
 /*
@@ -364,5 +375,68 @@ schedq_unschedule(PG_FUNCTION_ARGS)
 		found = schedq_plan_run(&q_delete, &name, NULL, 0, SPI_OK_DELETE) > 0;
 	}
 	schedq_call_end(&call);
+	PG_RETURN_BOOL(found);
+}
+
+PG_FUNCTION_INFO_V1(schedq_set_schedule_enabled);
+
+/*
+ * schedq.set_schedule_enabled(name, enabled): enable or disable a schedule
+ * and nothing else; its owner stays (schedule() would make the caller
+ * the owner).  Enabling a disabled one starts it from now, as schedule()
+ * does.  False when there is none by that name.
+ */
+Datum
+schedq_set_schedule_enabled(PG_FUNCTION_ARGS)
+{
+	SchedqCall call;
+	Datum	   args[3];
+	char	   nulls[3] = { ' ', ' ', ' ' };
+	bool	   enabled;
+	bool	   found = false;
+	bool	   isnull;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("name must not be null"));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("enabled must not be null"));
+	args[0] = PG_GETARG_DATUM(0);
+	enabled = PG_GETARG_BOOL(1);
+	args[1] = BoolGetDatum(enabled);
+	schedq_check_name("name", DatumGetTextPP(args[0]));
+
+	schedq_call_begin(&call);
+	if (schedq_plan_run(&q_row, args, NULL, 0, SPI_OK_SELECT) > 0)
+	{
+		HeapTuple tuple = SPI_tuptable->vals[0];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		Oid owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
+
+		if (!schedq_call_acts_for(&call, owner))
+			ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied for periodic task \"%s\"",
+						   TextDatumGetCString(args[0])));
+		if (enabled && !DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull)))
+		{
+			/* from now on, as schedule() starts it */
+			args[2] = TimestampTzGetDatum(
+				periodic_first_run(SPI_getvalue(tuple, desc, 2),
+								   SPI_getvalue(tuple, desc, 3),
+								   GetCurrentTimestamp()));
+		}
+		else
+		{
+			/* the same next run (disabling, or enabling an enabled one) */
+			args[2] = (Datum) 0;
+			nulls[2] = 'n';
+		}
+		found =
+			schedq_plan_run(&q_set_enabled, args, nulls, 0, SPI_OK_UPDATE) > 0;
+	}
+	schedq_call_end(&call);
+	if (found && enabled)
+		schedq_wake_scheduler_at_commit();
 	PG_RETURN_BOOL(found);
 }

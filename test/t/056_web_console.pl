@@ -9,7 +9,8 @@
 #	  task's payload, result and error; find by dedup key; a hostile task
 #	  kind runs no script; a workflow graph with a failed and a skipped
 #	  node; every action (pause, resume, retry, cancel, disable, enable,
-#	  set a limit) works for the admin and is refused with the database's
+#	  set a limit) works for the admin (enable and disable keep the
+#	  schedule's owner) and is refused with the database's
 #	  error for the monitor (which reads through the all_ views, without
 #	  payloads) and the submitter; a POST without the CSRF token is
 #	  refused (403); --read-only offers no action and refuses a forged
@@ -92,6 +93,7 @@ SELECT schedq.submit('notify', run_id => :create_run, queue => 'etl');
 SELECT :create_run;
 SQL
 ($run) = $run =~ /(\d+)\s*$/;
+q1("SET ROLE ops; SELECT schedq.schedule('weekly', '0 4 * * 0', 'cleanup')");
 q1("SELECT schedq.set_budget('llm', 100)");
 q1("SELECT schedq.set_concurrency_limit('gpu', 2)");
 ok( defined poll_until(

@@ -118,13 +118,13 @@ async function post(page, url, body, token) {
 (async () => {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
   try {
-    // A wrong password: the server's refusal, no session.
+    // A wrong password: a generic refusal (the reason is in the console's log), no session.
     const p0 = await newPage(browser, URL);
     await check('a wrong password cannot sign in', async () => {
       await signIn(p0, 'ops', 'not-the-password');
       await p0.waitForSelector('#login-error:not([hidden])', { timeout: T });
       const err = await p0.textContent('#login-error');
-      assert(/password authentication failed/.test(err), 'error: ' + err);
+      assert(/sign-in failed/.test(err), 'error: ' + err);
       const s = await p0.evaluate(async () => (await fetch('/api/session')).json());
       assert(s.signedIn === false, 'signed in after all');
       const r = await p0.evaluate(async () => (await fetch('/api/overview')).status);
@@ -274,12 +274,20 @@ async function post(page, url, body, token) {
     });
     await go(page, 'schedules');
     await check('action: disable and enable a schedule', async () => {
+      await page.click('tr[data-schedule="weekly"] button[data-action="disable"]');
+      await message(page, /disable weekly: done/);
+      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'weekly'") === 'f', 'still enabled');
+      await page.click('tr[data-schedule="weekly"] button[data-action="enable"]');
+      await message(page, /enable weekly: done/);
+      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'weekly'") === 't', 'not enabled');
+    });
+    await check('action: another role\'s schedule keeps its owner', async () => {
       await page.click('tr[data-schedule="nightly"] button[data-action="disable"]');
       await message(page, /disable nightly: done/);
-      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'nightly'") === 'f', 'still enabled');
+      assert(psql("SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'") === 'app false', 'taken over');
       await page.click('tr[data-schedule="nightly"] button[data-action="enable"]');
       await message(page, /enable nightly: done/);
-      assert(psql("SELECT enabled FROM schedq.periodic WHERE name = 'nightly'") === 't', 'not enabled');
+      assert(psql("SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'") === 'app true', 'taken over');
     });
     await shot(page, 'schedules');
     await go(page, 'gates');
@@ -431,15 +439,19 @@ async function post(page, url, body, token) {
       assert(big.status === 413 && json.status === 415 && none.status === 401, [big.status, json.status, none.status].join(' '));
     });
     if (process.env.WEB_TLS_URL) {
-      await check('HTTPS with --tls-cert and --tls-key: Secure cookies, HSTS', async () => {
-        const tp = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+      await check('HTTPS with --tls-cert and --tls-key: Secure __Host- cookies, HSTS', async () => {
+        const ctx = await browser.newContext({ ignoreHTTPSErrors: true });
+        const tp = await ctx.newPage();
         const r = await tp.goto(process.env.WEB_TLS_URL + '/api/session');
         const h = await r.allHeaders();
-        assert(r.status() === 200 && /Secure/.test(h['set-cookie']) && /HttpOnly/.test(h['set-cookie']) &&
-          /SameSite=Strict/.test(h['set-cookie']) && /max-age/.test(h['strict-transport-security'] || ''), JSON.stringify(h));
+        assert(r.status() === 200 && /^__Host-schedq_login=/.test(h['set-cookie']) && /Secure/.test(h['set-cookie']) &&
+          /HttpOnly/.test(h['set-cookie']) && /SameSite=Strict/.test(h['set-cookie']) &&
+          /max-age/.test(h['strict-transport-security'] || ''), JSON.stringify(h));
         await tp.goto(process.env.WEB_TLS_URL + '/');
         await signIn(tp, 'ops', PASS);
         await signedIn(tp, 'ops');
+        const names = (await ctx.cookies()).map((c) => c.name);
+        assert(names.includes('__Host-schedq_session') && !names.includes('schedq_session'), names.join(' '));
       });
     }
   } finally {
