@@ -115,6 +115,33 @@ SET ROLE cron_bob;
 SELECT count(*) FROM cron.job_run_details;
 RESET ROLE;
 
+-- a job runs as the role of its username exactly: a name that reads as
+-- another role's as an identifier (case, quotes, spaces) is its own role
+CREATE ROLE cron_carol LOGIN;
+CREATE ROLE "CRON_CAROL" LOGIN;
+CREATE ROLE "cron_carol " LOGIN;
+CREATE ROLE """cron_carol""" LOGIN;
+GRANT USAGE ON SCHEMA cron TO "CRON_CAROL", "cron_carol ", """cron_carol""";
+SET ROLE "CRON_CAROL";
+SELECT cron.schedule('upper', '0 8 * * *', 'SELECT 8') AS upper_job \gset
+SET ROLE "cron_carol ";
+SELECT cron.schedule('spaced', '0 8 * * *', 'SELECT 8') AS spaced_job \gset
+SET ROLE """cron_carol""";
+SELECT cron.schedule('quoted', '0 8 * * *', 'SELECT 8') AS quoted_job \gset
+RESET ROLE;
+SELECT p.name = 'cron.job.' || j.jobid AS its_own, j.jobname, j.username,
+	   p.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = j.username) AS owner_is_username
+  FROM cron.job j JOIN schedq.periodic p ON p.name = 'cron.job.' || j.jobid
+ WHERE j.jobid IN (:upper_job, :spaced_job, :quoted_job) ORDER BY j.jobid;
+SELECT count(*) FROM schedq.periodic WHERE owner = 'cron_carol'::regrole;
+-- a superuser's row naming no role is refused as pg_cron refuses it
+\set VERBOSITY default
+INSERT INTO cron.job (schedule, command, username) VALUES ('@daily', 'SELECT 1', 'no_such_role');
+\set VERBOSITY terse
+SELECT cron.unschedule(:upper_job), cron.unschedule(:spaced_job), cron.unschedule(:quoted_job);
+DROP OWNED BY "CRON_CAROL", "cron_carol ", """cron_carol""";
+DROP ROLE cron_carol, "CRON_CAROL", "cron_carol ", """cron_carol""";
+
 -- the importer takes a copy of pg_cron's cron.job
 CREATE TABLE pg_temp.pgcron_job (jobid bigint, schedule text, command text, nodename text,
 	nodeport integer, database text, username text, active boolean, jobname text);

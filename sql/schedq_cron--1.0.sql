@@ -200,6 +200,7 @@ AS $$
 DECLARE
 	pname text;
 	o record;
+	runas oid;
 	run_now text := current_setting('cron.run_now', true);
 BEGIN
 	-- a restore (pg_dump's COPY of cron.job): the schedules come with
@@ -214,6 +215,13 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	pname := 'cron.job.' || NEW.jobid;
+	-- the role named exactly so: row security compared the name as text, so
+	-- must this (never as an identifier, which folds case, drops quotes and
+	-- spaces, and so names another role)
+	SELECT r.oid INTO runas FROM pg_roles r WHERE r.rolname = NEW.username;
+	IF runas IS NULL THEN
+		PERFORM cron._error('42704', format('role "%s" does not exist', NEW.username), NULL, NULL);
+	END IF;
 	SELECT coalesce(jo.priority, 0) AS priority, coalesce(jo.max_attempts, 1) AS max_attempts,
 		   jo.timeout INTO o
 	  FROM (SELECT 1) one LEFT JOIN cron.job_options jo ON jo.jobid = NEW.jobid;
@@ -223,8 +231,8 @@ BEGIN
 								enabled => NEW.active, priority => o.priority,
 								max_attempts => o.max_attempts, timeout => o.timeout,
 								lock_key => pname);
-	UPDATE schedq.periodic SET owner = NEW.username::regrole
-	 WHERE name = pname AND owner <> NEW.username::regrole;
+	UPDATE schedq.periodic SET owner = runas::regrole
+	 WHERE name = pname AND owner OPERATOR(pg_catalog.<>) runas::regrole;
 	IF run_now = NEW.jobid::text THEN
 		UPDATE schedq.periodic SET next_run = now() WHERE name = pname;
 	END IF;
