@@ -126,7 +126,8 @@ $$;
 -- database would get (ALTER ROLE ... IN DATABASE, ALTER ROLE, ALTER
 -- DATABASE, the server's default), as pg_cron's job sessions have it.
 -- schedq's SQL executor starts commands with pg_catalog, pg_temp: the job's
--- command is run after a SET of this.
+-- command is run after a set_config of this, as a literal (the stored value
+-- is not SQL: SET ... FROM CURRENT stores what set_config took, ';' and all).
 CREATE FUNCTION cron._search_path(username text)
 RETURNS text
 LANGUAGE sql STABLE
@@ -175,7 +176,8 @@ END
 $$;
 
 -- The command schedq runs for a job: its history pruned, if it keeps less
--- than schedq.retention does, then its search_path, then its command.
+-- than schedq.retention does, then its search_path, then its command
+-- (cron.job_run_details strips the first two).
 CREATE FUNCTION cron._command(jobid bigint, username text, command text)
 RETURNS text
 LANGUAGE sql STABLE
@@ -184,7 +186,8 @@ AS $$
 	SELECT CASE WHEN EXISTS (SELECT 1 FROM cron.job_options o WHERE o.jobid = $1
 							 AND (o.keep_runs IS NOT NULL OR o.keep_for IS NOT NULL OR o.errors_only))
 				THEN format('SELECT cron._prune(%s); ', $1) ELSE '' END
-		   || format('SET search_path = %s; %s', cron._search_path($2), $3)
+		   || format('SELECT pg_catalog.set_config(''search_path'', %L, false); %s',
+					 cron._search_path($2), $3)
 $$;
 
 --
@@ -563,7 +566,8 @@ SELECT j.jobid,
 	   pg_catalog.current_database()::text AS database,
 	   t.owner::text AS username,
 	   pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
-								 '^(SELECT cron._prune\([0-9]+\); )?SET search_path = [^;]*; ', '') AS command,
+								 '^(SELECT cron\._prune\([0-9]+\); )?SELECT pg_catalog\.set_config\(''search_path'', E?''([^'']|'''')*'', false\); ',
+								 '') AS command,
 	   CASE t.status WHEN 'running' THEN 'running' WHEN 'done' THEN 'succeeded'
 			WHEN 'failed' THEN 'failed' WHEN 'canceled' THEN 'failed'
 			WHEN 'skipped' THEN 'failed' ELSE 'starting' END AS status,
