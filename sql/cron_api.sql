@@ -142,6 +142,26 @@ SELECT cron.unschedule(:upper_job), cron.unschedule(:spaced_job), cron.unschedul
 DROP OWNED BY "CRON_CAROL", "cron_carol ", """cron_carol""";
 DROP ROLE cron_carol, "CRON_CAROL", "cron_carol ", """cron_carol""";
 
+-- a restore's COPY of cron.job leaves schedq's schedules as restored; a
+-- query that only begins with a COPY does not: what follows it in the same
+-- query string changes the schedules as any change does
+SET ROLE cron_bob;
+SELECT cron.schedule('copied', '0 9 * * *', 'SELECT 9') AS copied \gset
+SELECT cron.schedule('copied2', '0 9 * * *', 'SELECT 9') AS copied2 \gset
+COPY cron.job (jobname) TO STDOUT \; DELETE FROM cron.job WHERE jobid = :copied;
+COPY cron.job (jobname) TO STDOUT \; UPDATE cron.job SET command = 'SELECT 99' WHERE jobid = :copied2;
+COPY cron.job (jobname) TO STDOUT \; INSERT INTO cron.job (schedule, command) VALUES ('not a schedule', 'SELECT 1');
+RESET ROLE;
+SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.' || :copied;
+SELECT payload->>'command' LIKE '%; SELECT 99' AS changed FROM schedq.periodic WHERE name = 'cron.job.' || :copied2;
+SELECT count(*) FROM cron.job WHERE schedule = 'not a schedule';
+-- a superuser's COPY FROM followed by another statement is no restore
+COPY cron.job (jobid, schedule, command, username) FROM STDIN \; SELECT 1;
+600	@daily	SELECT 600	cron_bob
+\.
+SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.600';
+SELECT cron.unschedule(:copied2), cron.unschedule(600);
+
 -- the importer takes a copy of pg_cron's cron.job
 CREATE TABLE pg_temp.pgcron_job (jobid bigint, schedule text, command text, nodename text,
 	nodeport integer, database text, username text, active boolean, jobname text);

@@ -190,6 +190,19 @@ AS $$
 					 cron._search_path($2), $3)
 $$;
 
+-- A restore's COPY of cron.job or cron.job_options (pg_dump's, run by
+-- pg_restore or psql as a superuser): a superuser's query that is one COPY
+-- ... FROM, and nothing after it.  is_superuser is the session's current
+-- role's (SET ROLE's), not a SECURITY DEFINER function's owner's.
+CREATE FUNCTION cron._restoring()
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT current_setting('is_superuser') = 'on'
+	   AND current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s[^;]*\sFROM\s[^;]*;?\s*$'
+$$;
+
 --
 -- The trigger that keeps schedq's periodic tasks as cron.job says.  It runs
 -- as the extension's owner: the row it is given passed cron.job's row
@@ -208,7 +221,7 @@ DECLARE
 BEGIN
 	-- a restore (pg_dump's COPY of cron.job): the schedules come with
 	-- schedq's own data, in the state they were dumped in
-	IF current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s' THEN
+	IF cron._restoring() THEN
 		RETURN NULL;
 	END IF;
 	IF TG_OP IN ('DELETE', 'UPDATE') AND (TG_OP = 'DELETE' OR OLD.jobid <> NEW.jobid) THEN
@@ -273,7 +286,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	IF current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s' THEN
+	IF cron._restoring() THEN
 		RETURN NULL;
 	END IF;
 	UPDATE cron.job SET active = active
