@@ -114,6 +114,15 @@ SELECT jobname, last_status, failed FROM cron.job_health WHERE jobid = :alices;
 SET ROLE cron_bob;
 SELECT count(*) FROM cron.job_run_details;
 RESET ROLE;
+-- a task of another role under a job's lock key is no run of the job
+GRANT USAGE ON SCHEMA schedq TO cron_bob;
+GRANT EXECUTE ON FUNCTION schedq.submit TO cron_bob;
+SET ROLE cron_bob;
+SELECT schedq.submit('spoof', lock_key => 'cron.job.' || :alices) > 0 AS submitted;
+RESET ROLE;
+SELECT jobid = :alices AS alices, username, command, status FROM cron.job_run_details ORDER BY runid;
+REVOKE EXECUTE ON FUNCTION schedq.submit FROM cron_bob;
+REVOKE USAGE ON SCHEMA schedq FROM cron_bob;
 
 -- a job runs as the role of its username exactly: a name that reads as
 -- another role's as an identifier (case, quotes, spaces) is its own role

@@ -158,18 +158,23 @@ AS $$
 DECLARE
 	o cron.job_options;
 	key text := 'cron.job.' || jobid;
+	runas oid;
 BEGIN
 	SELECT * INTO o FROM cron.job_options jo WHERE jo.jobid = _prune.jobid;
-	IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM cron.job j WHERE j.jobid = _prune.jobid
-								AND pg_has_role(session_user, j.username, 'USAGE')) THEN
+	SELECT r.oid INTO runas FROM cron.job j JOIN pg_roles r ON r.rolname = j.username
+	 WHERE j.jobid = _prune.jobid;
+	IF o.jobid IS NULL OR runas IS NULL OR NOT pg_has_role(session_user, runas, 'USAGE') THEN
 		RETURN;
 	END IF;
+	-- the job's runs: the tasks of its schedule owned by its user (no other
+	-- role's task, whatever its lock_key or the schedule it came from)
 	DELETE FROM schedq.task t
-	 WHERE t.lock_key = key AND t.status IN ('done', 'failed', 'canceled', 'skipped')
+	 WHERE t.periodic = key AND t.owner::oid = runas
+	   AND t.status IN ('done', 'failed', 'canceled', 'skipped')
 	   AND ((o.errors_only AND t.status = 'done')
 			OR t.finished_at < now() - o.keep_for
 			OR (o.keep_runs IS NOT NULL AND t.id IN (SELECT f.id FROM schedq.task f
-						 WHERE f.lock_key = key
+						 WHERE f.periodic = key AND f.owner::oid = runas
 						   AND f.status IN ('done', 'failed', 'canceled', 'skipped')
 						 ORDER BY f.id DESC OFFSET o.keep_runs)));
 END
@@ -577,7 +582,7 @@ SELECT j.jobid,
 	   t.id AS runid,
 	   NULL::integer AS job_pid,
 	   pg_catalog.current_database()::text AS database,
-	   t.owner::text AS username,
+	   j.username,
 	   pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
 								 '^(SELECT cron\._prune\([0-9]+\); )?SELECT pg_catalog\.set_config\(''search_path'', E?''([^'']|'''')*'', false\); ',
 								 '') AS command,
@@ -590,7 +595,9 @@ SELECT j.jobid,
 	   t.started_at AS start_time,
 	   t.finished_at AS end_time
   FROM schedq.task t
-  JOIN cron.job j ON t.lock_key OPERATOR(pg_catalog.=) ('cron.job.' OPERATOR(pg_catalog.||) j.jobid)
+  JOIN cron.job j ON t.periodic OPERATOR(pg_catalog.=) ('cron.job.' OPERATOR(pg_catalog.||) j.jobid)
+  JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) j.username
+						   AND r.oid OPERATOR(pg_catalog.=) t.owner::oid
  WHERE pg_catalog.pg_has_role(t.owner, 'USAGE');
 COMMENT ON VIEW cron.job_run_details IS 'pg_cron''s runs: the schedq tasks of the jobs the caller may act for';
 GRANT SELECT ON cron.job_run_details TO PUBLIC;
