@@ -148,8 +148,8 @@ $$;
 -- errors_only): its finished runs past the newest keep_runs, older than
 -- keep_for, and, with errors_only, those that succeeded, go.  Called at the
 -- start of each of the job's runs (see _command), in its transaction, as
--- the extension's owner; a role may prune only jobs of roles it has the
--- privileges of (its session's).
+-- the extension's owner; called from anywhere else (another job's run, a
+-- session) it does nothing.
 CREATE FUNCTION cron._prune(jobid bigint)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -163,7 +163,13 @@ BEGIN
 	SELECT * INTO o FROM cron.job_options jo WHERE jo.jobid = _prune.jobid;
 	SELECT r.oid INTO runas FROM cron.job j JOIN pg_roles r ON r.rolname = j.username
 	 WHERE j.jobid = _prune.jobid;
-	IF o.jobid IS NULL OR runas IS NULL OR NOT pg_has_role(session_user, runas, 'USAGE') THEN
+	-- only from the job's own run: this backend is the SQL executor running
+	-- a task of the job's schedule as its user (session_user proves nothing
+	-- there: it is the executor's superuser)
+	IF o.jobid IS NULL OR runas IS NULL OR NOT EXISTS (
+			SELECT 1 FROM schedq.task t
+			 WHERE t.periodic = key AND t.owner::oid = runas AND t.status = 'running'
+			   AND t.claimed_by = 'schedq sql executor ' || pg_backend_pid()) THEN
 		RETURN;
 	END IF;
 	-- the job's runs: the tasks of its schedule owned by its user (no other

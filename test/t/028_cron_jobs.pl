@@ -23,6 +23,8 @@
 #	  (i) a job's search_path is a value, never SQL: a database-level
 #	      search_path holding ';' and a statement runs no statement, an
 #	      empty one breaks no job; job_run_details shows the job's command.
+#	  (j) only a job's own runs prune its history: another role's job, or
+#	      its session, calling cron._prune on it deletes nothing.
 #	  (h) pg_dump and pg_restore into a database of another name: the
 #	      jobs, their options and their schedules (as dumped) come back,
 #	      the jobs' database is the new one; nothing else fails.
@@ -189,6 +191,20 @@ is(sql(q{SELECT who FROM ticks WHERE job = 'empty'}), '""', '(i) an empty search
 is(sql(qq{SELECT command FROM cron.job_run_details WHERE jobid = $path}), $cmd,
 	'(i) job_run_details shows the job\'s command');
 sql(qq{SELECT cron.unschedule($path); SELECT cron.unschedule($empty)});
+
+# (j)
+my $kept_runs = sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $kept});
+ok($kept_runs > 0, "(j) the job keeping runs has $kept_runs");
+sql(qq{SELECT cron.set_job_options($kept, keep_runs => 0)});
+my $pry = sql(qq{SET ROLE emptypath; SELECT cron.schedule('pry', '\@yearly', 'SELECT cron._prune($kept)')});
+sql(qq{SET ROLE emptypath; SELECT cron.run_job($pry)});
+ok(defined poll_until($node, $db,
+	qq{SELECT status FROM cron.job_run_details WHERE jobid = $pry}, 'succeeded', 30),
+	'(j) another role\'s job called cron._prune on it');
+sql(qq{SET ROLE emptypath; SELECT cron._prune($kept)});
+is(sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $kept}), $kept_runs,
+	'(j) its history is whole');
+sql(qq{SELECT cron.unschedule($pry)});
 
 # (h)
 my $dump = PostgreSQL::Test::Utils::tempdir . '/cron.dump';
