@@ -90,6 +90,9 @@ SELECT cron.alter_job(:bobs, command => 'SELECT 77');
 SELECT cron.alter_job(:bobs, username => 'cron_alice');
 SELECT cron.schedule_in_database('y', '* * * * *', 'SELECT 1', current_database(), 'cron_alice');
 UPDATE cron.job SET username = 'cron_alice' WHERE jobid = :bobs;
+-- jobids come from the sequence: no role but a superuser picks one
+INSERT INTO cron.job (jobid, schedule, command) VALUES (:bobs + 1000, '@daily', 'SELECT 1');
+UPDATE cron.job SET jobid = :bobs + 1000 WHERE jobid = :bobs;
 SELECT cron.set_job_options(:alices, priority => 5);
 SELECT cron.run_job(:alices);
 SELECT jobid = :bobs AS bobs, command FROM cron.job;

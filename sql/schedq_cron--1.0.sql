@@ -55,7 +55,15 @@ CREATE POLICY cron_job_options_policy ON cron.job_options
 	USING (EXISTS (SELECT 1 FROM cron.job j
 				   WHERE j.jobid OPERATOR(pg_catalog.=) job_options.jobid));
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON cron.job, cron.job_options TO PUBLIC;
+-- A job's id comes from the sequence and its username from row security:
+-- only a superuser writes jobid (import_pg_cron) or changes username
+-- (alter_job), so no role can take ids ahead of others' cron.schedule.
+GRANT SELECT, DELETE ON cron.job TO PUBLIC;
+GRANT INSERT (schedule, command, nodename, nodeport, database, username, active, jobname)
+	ON cron.job TO PUBLIC;
+GRANT UPDATE (schedule, command, nodename, nodeport, database, active, jobname)
+	ON cron.job TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON cron.job_options TO PUBLIC;
 GRANT USAGE ON SEQUENCE cron.jobid_seq TO PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('cron.job', '');
@@ -503,11 +511,14 @@ BEGIN
 		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
 							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
 	END IF;
+	-- username apart: only a superuser (checked above) may update it
+	IF username IS NOT NULL THEN
+		UPDATE cron.job j SET username = alter_job.username WHERE j.jobid = job_id;
+	END IF;
 	UPDATE cron.job j
 	   SET schedule = coalesce(alter_job.schedule, j.schedule),
 		   command = coalesce(alter_job.command, j.command),
 		   database = coalesce(alter_job.database, j.database),
-		   username = coalesce(alter_job.username, j.username),
 		   active = coalesce(alter_job.active, j.active)
 	 WHERE j.jobid = job_id;
 	IF NOT FOUND THEN
