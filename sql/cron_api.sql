@@ -174,6 +174,13 @@ COPY cron.job (jobid, schedule, command, username) FROM STDIN \; SELECT 1;
 SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.600';
 SELECT cron.unschedule(:copied2), cron.unschedule(600);
 
+-- internal functions a role may call: those the API calls as the caller,
+-- and _prune, which a job's run calls as its user (and which does nothing
+-- elsewhere); the triggers' and those only they call are not granted
+SELECT p.proname, has_function_privilege('cron_bob', p.oid, 'EXECUTE') AS bob_may
+  FROM pg_proc p WHERE p.pronamespace = 'cron'::regnamespace AND p.proname LIKE '\_%'
+ ORDER BY p.proname;
+
 -- the importer takes a copy of pg_cron's cron.job
 CREATE TABLE pg_temp.pgcron_job (jobid bigint, schedule text, command text, nodename text,
 	nodeport integer, database text, username text, active boolean, jobname text);

@@ -129,6 +129,7 @@ AS $$
 	SELECT coalesce((SELECT o.timezone FROM cron.job_options o WHERE o.jobid = $1),
 					nullif(current_setting('cron.timezone', true), ''), 'GMT')
 $$;
+REVOKE ALL ON FUNCTION cron._timezone(bigint) FROM PUBLIC;
 
 -- The search_path a job starts with: what a session of its user in this
 -- database would get (ALTER ROLE ... IN DATABASE, ALTER ROLE, ALTER
@@ -151,6 +152,7 @@ AS $$
 		  LIMIT 1),
 		(SELECT boot_val FROM pg_settings WHERE name = 'search_path'))
 $$;
+REVOKE ALL ON FUNCTION cron._search_path(text) FROM PUBLIC;
 
 -- The history a job keeps (cron.set_job_options: keep_runs, keep_for,
 -- errors_only): its finished runs past the newest keep_runs, older than
@@ -208,6 +210,7 @@ AS $$
 		   || format('SELECT pg_catalog.set_config(''search_path'', %L, false); %s',
 					 cron._search_path($2), $3)
 $$;
+REVOKE ALL ON FUNCTION cron._command(bigint, text, text) FROM PUBLIC;
 
 -- A restore's COPY of cron.job or cron.job_options (pg_dump's, run by
 -- pg_restore or psql as a superuser): a superuser's query that is one COPY
@@ -296,6 +299,8 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION cron._job_database() FROM PUBLIC;
+
 CREATE TRIGGER job_database BEFORE INSERT OR UPDATE ON cron.job
 	FOR EACH ROW EXECUTE FUNCTION cron._job_database();
 
@@ -313,6 +318,8 @@ BEGIN
 	RETURN NULL;
 END
 $$;
+
+REVOKE ALL ON FUNCTION cron._job_options_changed() FROM PUBLIC;
 
 CREATE TRIGGER job_options_changed AFTER INSERT OR UPDATE OR DELETE ON cron.job_options
 	FOR EACH ROW EXECUTE FUNCTION cron._job_options_changed();
