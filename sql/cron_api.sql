@@ -90,6 +90,9 @@ SELECT cron.alter_job(:bobs, command => 'SELECT 77');
 SELECT cron.alter_job(:bobs, username => 'cron_alice');
 SELECT cron.schedule_in_database('y', '* * * * *', 'SELECT 1', current_database(), 'cron_alice');
 UPDATE cron.job SET username = 'cron_alice' WHERE jobid = :bobs;
+-- jobids come from the sequence: no role but a superuser picks one
+INSERT INTO cron.job (jobid, schedule, command) VALUES (:bobs + 1000, '@daily', 'SELECT 1');
+UPDATE cron.job SET jobid = :bobs + 1000 WHERE jobid = :bobs;
 SELECT cron.set_job_options(:alices, priority => 5);
 SELECT cron.run_job(:alices);
 SELECT jobid = :bobs AS bobs, command FROM cron.job;
@@ -114,6 +117,69 @@ SELECT jobname, last_status, failed FROM cron.job_health WHERE jobid = :alices;
 SET ROLE cron_bob;
 SELECT count(*) FROM cron.job_run_details;
 RESET ROLE;
+-- a task of another role under a job's lock key is no run of the job
+GRANT USAGE ON SCHEMA schedq TO cron_bob;
+GRANT EXECUTE ON FUNCTION schedq.submit TO cron_bob;
+SET ROLE cron_bob;
+SELECT schedq.submit('spoof', lock_key => 'cron.job.' || :alices) > 0 AS submitted;
+RESET ROLE;
+SELECT jobid = :alices AS alices, username, command, status FROM cron.job_run_details ORDER BY runid;
+REVOKE EXECUTE ON FUNCTION schedq.submit FROM cron_bob;
+REVOKE USAGE ON SCHEMA schedq FROM cron_bob;
+
+-- a job runs as the role of its username exactly: a name that reads as
+-- another role's as an identifier (case, quotes, spaces) is its own role
+CREATE ROLE cron_carol LOGIN;
+CREATE ROLE "CRON_CAROL" LOGIN;
+CREATE ROLE "cron_carol " LOGIN;
+CREATE ROLE """cron_carol""" LOGIN;
+GRANT USAGE ON SCHEMA cron TO "CRON_CAROL", "cron_carol ", """cron_carol""";
+SET ROLE "CRON_CAROL";
+SELECT cron.schedule('upper', '0 8 * * *', 'SELECT 8') AS upper_job \gset
+SET ROLE "cron_carol ";
+SELECT cron.schedule('spaced', '0 8 * * *', 'SELECT 8') AS spaced_job \gset
+SET ROLE """cron_carol""";
+SELECT cron.schedule('quoted', '0 8 * * *', 'SELECT 8') AS quoted_job \gset
+RESET ROLE;
+SELECT p.name = 'cron.job.' || j.jobid AS its_own, j.jobname, j.username,
+	   p.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = j.username) AS owner_is_username
+  FROM cron.job j JOIN schedq.periodic p ON p.name = 'cron.job.' || j.jobid
+ WHERE j.jobid IN (:upper_job, :spaced_job, :quoted_job) ORDER BY j.jobid;
+SELECT count(*) FROM schedq.periodic WHERE owner = 'cron_carol'::regrole;
+-- a superuser's row naming no role is refused as pg_cron refuses it
+\set VERBOSITY default
+INSERT INTO cron.job (schedule, command, username) VALUES ('@daily', 'SELECT 1', 'no_such_role');
+\set VERBOSITY terse
+SELECT cron.unschedule(:upper_job), cron.unschedule(:spaced_job), cron.unschedule(:quoted_job);
+DROP OWNED BY "CRON_CAROL", "cron_carol ", """cron_carol""";
+DROP ROLE cron_carol, "CRON_CAROL", "cron_carol ", """cron_carol""";
+
+-- a restore's COPY of cron.job leaves schedq's schedules as restored; a
+-- query that only begins with a COPY does not: what follows it in the same
+-- query string changes the schedules as any change does
+SET ROLE cron_bob;
+SELECT cron.schedule('copied', '0 9 * * *', 'SELECT 9') AS copied \gset
+SELECT cron.schedule('copied2', '0 9 * * *', 'SELECT 9') AS copied2 \gset
+COPY cron.job (jobname) TO STDOUT \; DELETE FROM cron.job WHERE jobid = :copied;
+COPY cron.job (jobname) TO STDOUT \; UPDATE cron.job SET command = 'SELECT 99' WHERE jobid = :copied2;
+COPY cron.job (jobname) TO STDOUT \; INSERT INTO cron.job (schedule, command) VALUES ('not a schedule', 'SELECT 1');
+RESET ROLE;
+SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.' || :copied;
+SELECT payload->>'command' LIKE '%; SELECT 99' AS changed FROM schedq.periodic WHERE name = 'cron.job.' || :copied2;
+SELECT count(*) FROM cron.job WHERE schedule = 'not a schedule';
+-- a superuser's COPY FROM followed by another statement is no restore
+COPY cron.job (jobid, schedule, command, username) FROM STDIN \; SELECT 1;
+600	@daily	SELECT 600	cron_bob
+\.
+SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.600';
+SELECT cron.unschedule(:copied2), cron.unschedule(600);
+
+-- internal functions a role may call: those the API calls as the caller,
+-- and _prune, which a job's run calls as its user (and which does nothing
+-- elsewhere); the triggers' and those only they call are not granted
+SELECT p.proname, has_function_privilege('cron_bob', p.oid, 'EXECUTE') AS bob_may
+  FROM pg_proc p WHERE p.pronamespace = 'cron'::regnamespace AND p.proname LIKE '\_%'
+ ORDER BY p.proname;
 
 -- the importer takes a copy of pg_cron's cron.job
 CREATE TABLE pg_temp.pgcron_job (jobid bigint, schedule text, command text, nodename text,

@@ -55,7 +55,15 @@ CREATE POLICY cron_job_options_policy ON cron.job_options
 	USING (EXISTS (SELECT 1 FROM cron.job j
 				   WHERE j.jobid OPERATOR(pg_catalog.=) job_options.jobid));
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON cron.job, cron.job_options TO PUBLIC;
+-- A job's id comes from the sequence and its username from row security:
+-- only a superuser writes jobid (import_pg_cron) or changes username
+-- (alter_job), so no role can take ids ahead of others' cron.schedule.
+GRANT SELECT, DELETE ON cron.job TO PUBLIC;
+GRANT INSERT (schedule, command, nodename, nodeport, database, username, active, jobname)
+	ON cron.job TO PUBLIC;
+GRANT UPDATE (schedule, command, nodename, nodeport, database, active, jobname)
+	ON cron.job TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON cron.job_options TO PUBLIC;
 GRANT USAGE ON SEQUENCE cron.jobid_seq TO PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('cron.job', '');
@@ -121,12 +129,14 @@ AS $$
 	SELECT coalesce((SELECT o.timezone FROM cron.job_options o WHERE o.jobid = $1),
 					nullif(current_setting('cron.timezone', true), ''), 'GMT')
 $$;
+REVOKE ALL ON FUNCTION cron._timezone(bigint) FROM PUBLIC;
 
 -- The search_path a job starts with: what a session of its user in this
 -- database would get (ALTER ROLE ... IN DATABASE, ALTER ROLE, ALTER
 -- DATABASE, the server's default), as pg_cron's job sessions have it.
 -- schedq's SQL executor starts commands with pg_catalog, pg_temp: the job's
--- command is run after a SET of this.
+-- command is run after a set_config of this, as a literal (the stored value
+-- is not SQL: SET ... FROM CURRENT stores what set_config took, ';' and all).
 CREATE FUNCTION cron._search_path(username text)
 RETURNS text
 LANGUAGE sql STABLE
@@ -142,13 +152,14 @@ AS $$
 		  LIMIT 1),
 		(SELECT boot_val FROM pg_settings WHERE name = 'search_path'))
 $$;
+REVOKE ALL ON FUNCTION cron._search_path(text) FROM PUBLIC;
 
 -- The history a job keeps (cron.set_job_options: keep_runs, keep_for,
 -- errors_only): its finished runs past the newest keep_runs, older than
 -- keep_for, and, with errors_only, those that succeeded, go.  Called at the
 -- start of each of the job's runs (see _command), in its transaction, as
--- the extension's owner; a role may prune only jobs of roles it has the
--- privileges of (its session's).
+-- the extension's owner; called from anywhere else (another job's run, a
+-- session) it does nothing.
 CREATE FUNCTION cron._prune(jobid bigint)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -157,25 +168,37 @@ AS $$
 DECLARE
 	o cron.job_options;
 	key text := 'cron.job.' || jobid;
+	runas oid;
 BEGIN
 	SELECT * INTO o FROM cron.job_options jo WHERE jo.jobid = _prune.jobid;
-	IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM cron.job j WHERE j.jobid = _prune.jobid
-								AND pg_has_role(session_user, j.username, 'USAGE')) THEN
+	SELECT r.oid INTO runas FROM cron.job j JOIN pg_roles r ON r.rolname = j.username
+	 WHERE j.jobid = _prune.jobid;
+	-- only from the job's own run: this backend is the SQL executor running
+	-- a task of the job's schedule as its user (session_user proves nothing
+	-- there: it is the executor's superuser)
+	IF o.jobid IS NULL OR runas IS NULL OR NOT EXISTS (
+			SELECT 1 FROM schedq.task t
+			 WHERE t.periodic = key AND t.owner::oid = runas AND t.status = 'running'
+			   AND t.claimed_by = 'schedq sql executor ' || pg_backend_pid()) THEN
 		RETURN;
 	END IF;
+	-- the job's runs: the tasks of its schedule owned by its user (no other
+	-- role's task, whatever its lock_key or the schedule it came from)
 	DELETE FROM schedq.task t
-	 WHERE t.lock_key = key AND t.status IN ('done', 'failed', 'canceled', 'skipped')
+	 WHERE t.periodic = key AND t.owner::oid = runas
+	   AND t.status IN ('done', 'failed', 'canceled', 'skipped')
 	   AND ((o.errors_only AND t.status = 'done')
 			OR t.finished_at < now() - o.keep_for
 			OR (o.keep_runs IS NOT NULL AND t.id IN (SELECT f.id FROM schedq.task f
-						 WHERE f.lock_key = key
+						 WHERE f.periodic = key AND f.owner::oid = runas
 						   AND f.status IN ('done', 'failed', 'canceled', 'skipped')
 						 ORDER BY f.id DESC OFFSET o.keep_runs)));
 END
 $$;
 
 -- The command schedq runs for a job: its history pruned, if it keeps less
--- than schedq.retention does, then its search_path, then its command.
+-- than schedq.retention does, then its search_path, then its command
+-- (cron.job_run_details strips the first two).
 CREATE FUNCTION cron._command(jobid bigint, username text, command text)
 RETURNS text
 LANGUAGE sql STABLE
@@ -184,7 +207,22 @@ AS $$
 	SELECT CASE WHEN EXISTS (SELECT 1 FROM cron.job_options o WHERE o.jobid = $1
 							 AND (o.keep_runs IS NOT NULL OR o.keep_for IS NOT NULL OR o.errors_only))
 				THEN format('SELECT cron._prune(%s); ', $1) ELSE '' END
-		   || format('SET search_path = %s; %s', cron._search_path($2), $3)
+		   || format('SELECT pg_catalog.set_config(''search_path'', %L, false); %s',
+					 cron._search_path($2), $3)
+$$;
+REVOKE ALL ON FUNCTION cron._command(bigint, text, text) FROM PUBLIC;
+
+-- A restore's COPY of cron.job or cron.job_options (pg_dump's, run by
+-- pg_restore or psql as a superuser): a superuser's query that is one COPY
+-- ... FROM, and nothing after it.  is_superuser is the session's current
+-- role's (SET ROLE's), not a SECURITY DEFINER function's owner's.
+CREATE FUNCTION cron._restoring()
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT current_setting('is_superuser') = 'on'
+	   AND current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s[^;]*\sFROM\s[^;]*;?\s*$'
 $$;
 
 --
@@ -200,11 +238,12 @@ AS $$
 DECLARE
 	pname text;
 	o record;
+	runas oid;
 	run_now text := current_setting('cron.run_now', true);
 BEGIN
 	-- a restore (pg_dump's COPY of cron.job): the schedules come with
 	-- schedq's own data, in the state they were dumped in
-	IF current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s' THEN
+	IF cron._restoring() THEN
 		RETURN NULL;
 	END IF;
 	IF TG_OP IN ('DELETE', 'UPDATE') AND (TG_OP = 'DELETE' OR OLD.jobid <> NEW.jobid) THEN
@@ -214,6 +253,13 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	pname := 'cron.job.' || NEW.jobid;
+	-- the role named exactly so: row security compared the name as text, so
+	-- must this (never as an identifier, which folds case, drops quotes and
+	-- spaces, and so names another role)
+	SELECT r.oid INTO runas FROM pg_roles r WHERE r.rolname = NEW.username;
+	IF runas IS NULL THEN
+		PERFORM cron._error('42704', format('role "%s" does not exist', NEW.username), NULL, NULL);
+	END IF;
 	SELECT coalesce(jo.priority, 0) AS priority, coalesce(jo.max_attempts, 1) AS max_attempts,
 		   jo.timeout INTO o
 	  FROM (SELECT 1) one LEFT JOIN cron.job_options jo ON jo.jobid = NEW.jobid;
@@ -223,8 +269,8 @@ BEGIN
 								enabled => NEW.active, priority => o.priority,
 								max_attempts => o.max_attempts, timeout => o.timeout,
 								lock_key => pname);
-	UPDATE schedq.periodic SET owner = NEW.username::regrole
-	 WHERE name = pname AND owner <> NEW.username::regrole;
+	UPDATE schedq.periodic SET owner = runas::regrole
+	 WHERE name = pname AND owner OPERATOR(pg_catalog.<>) runas::regrole;
 	IF run_now = NEW.jobid::text THEN
 		UPDATE schedq.periodic SET next_run = now() WHERE name = pname;
 	END IF;
@@ -253,6 +299,8 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION cron._job_database() FROM PUBLIC;
+
 CREATE TRIGGER job_database BEFORE INSERT OR UPDATE ON cron.job
 	FOR EACH ROW EXECUTE FUNCTION cron._job_database();
 
@@ -262,7 +310,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	IF current_query() ~* '^\s*COPY\s+cron\.job(_options)?\s' THEN
+	IF cron._restoring() THEN
 		RETURN NULL;
 	END IF;
 	UPDATE cron.job SET active = active
@@ -270,6 +318,8 @@ BEGIN
 	RETURN NULL;
 END
 $$;
+
+REVOKE ALL ON FUNCTION cron._job_options_changed() FROM PUBLIC;
 
 CREATE TRIGGER job_options_changed AFTER INSERT OR UPDATE OR DELETE ON cron.job_options
 	FOR EACH ROW EXECUTE FUNCTION cron._job_options_changed();
@@ -468,11 +518,14 @@ BEGIN
 		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
 							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
 	END IF;
+	-- username apart: only a superuser (checked above) may update it
+	IF username IS NOT NULL THEN
+		UPDATE cron.job j SET username = alter_job.username WHERE j.jobid = job_id;
+	END IF;
 	UPDATE cron.job j
 	   SET schedule = coalesce(alter_job.schedule, j.schedule),
 		   command = coalesce(alter_job.command, j.command),
 		   database = coalesce(alter_job.database, j.database),
-		   username = coalesce(alter_job.username, j.username),
 		   active = coalesce(alter_job.active, j.active)
 	 WHERE j.jobid = job_id;
 	IF NOT FOUND THEN
@@ -553,9 +606,10 @@ SELECT j.jobid,
 	   t.id AS runid,
 	   NULL::integer AS job_pid,
 	   pg_catalog.current_database()::text AS database,
-	   t.owner::text AS username,
+	   j.username,
 	   pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
-								 '^(SELECT cron._prune\([0-9]+\); )?SET search_path = [^;]*; ', '') AS command,
+								 '^(SELECT cron\._prune\([0-9]+\); )?SELECT pg_catalog\.set_config\(''search_path'', E?''([^'']|'''')*'', false\); ',
+								 '') AS command,
 	   CASE t.status WHEN 'running' THEN 'running' WHEN 'done' THEN 'succeeded'
 			WHEN 'failed' THEN 'failed' WHEN 'canceled' THEN 'failed'
 			WHEN 'skipped' THEN 'failed' ELSE 'starting' END AS status,
@@ -565,7 +619,9 @@ SELECT j.jobid,
 	   t.started_at AS start_time,
 	   t.finished_at AS end_time
   FROM schedq.task t
-  JOIN cron.job j ON t.lock_key OPERATOR(pg_catalog.=) ('cron.job.' OPERATOR(pg_catalog.||) j.jobid)
+  JOIN cron.job j ON t.periodic OPERATOR(pg_catalog.=) ('cron.job.' OPERATOR(pg_catalog.||) j.jobid)
+  JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) j.username
+						   AND r.oid OPERATOR(pg_catalog.=) t.owner::oid
  WHERE pg_catalog.pg_has_role(t.owner, 'USAGE');
 COMMENT ON VIEW cron.job_run_details IS 'pg_cron''s runs: the schedq tasks of the jobs the caller may act for';
 GRANT SELECT ON cron.job_run_details TO PUBLIC;

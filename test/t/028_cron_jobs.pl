@@ -20,6 +20,11 @@
 #	      kept, and the one just ended) after many; one keeping errors only
 #	      shows no succeeded run but the last, and keeps its failures; the
 #	      option needs the job's user to have USAGE on schema cron.
+#	  (i) a job's search_path is a value, never SQL: a database-level
+#	      search_path holding ';' and a statement runs no statement, an
+#	      empty one breaks no job; job_run_details shows the job's command.
+#	  (j) only a job's own runs prune its history: another role's job, or
+#	      its session, calling cron._prune on it deletes nothing.
 #	  (h) pg_dump and pg_restore into a database of another name: the
 #	      jobs, their options and their schedules (as dumped) come back,
 #	      the jobs' database is the new one; nothing else fails.
@@ -160,6 +165,46 @@ sql(q{CREATE ROLE nocron LOGIN});
 my $other = sql(q{SELECT cron.schedule_in_database('other', '@daily', 'SELECT 1', current_database(), 'nocron')});
 my ($rc, $o, $e) = $node->psql($db, qq{SELECT cron.set_job_options($other, keep_runs => 1)});
 like($e, qr/has no USAGE on schema cron/, '(g) the option needs the job\'s user to have USAGE on schema cron');
+
+# (i)
+# (SET ... FROM CURRENT stores the value unquoted, as set_config took it)
+my $evil = 'public;insert/**/into/**/public.ticks(job)values($$injected$$)';
+sql(qq{SELECT set_config('search_path', '$evil', false); ALTER DATABASE postgres SET search_path FROM CURRENT});
+my $cmd = q{INSERT INTO public.ticks (job, who) VALUES ('path', current_setting('search_path'))};
+my $path = sql(qq{SET ROLE jobber; SELECT cron.schedule('path', '\@yearly', \$c\$$cmd\$c\$)});
+sql(q{CREATE ROLE emptypath LOGIN; GRANT USAGE ON SCHEMA cron TO emptypath;
+	GRANT INSERT ON public.ticks TO emptypath;
+	ALTER ROLE emptypath IN DATABASE postgres SET search_path = ''});
+my $empty = sql(q{SET ROLE emptypath; SELECT cron.schedule('empty', '@yearly',
+	$$INSERT INTO public.ticks (job, who) VALUES ('empty', current_setting('search_path'))$$)});
+sql(qq{SET ROLE jobber; SELECT cron.run_job($path); SET ROLE emptypath; SELECT cron.run_job($empty)});
+ok(defined poll_until($node, $db,
+	qq{SELECT string_agg(status, ' ' ORDER BY jobid) FROM cron.job_run_details WHERE jobid IN ($path, $empty)},
+	'succeeded succeeded', 30),
+	'(i) the jobs ran and succeeded');
+sql(q{ALTER DATABASE postgres RESET search_path});
+is(sql(q{SELECT count(*) FROM ticks WHERE job = 'injected'}), '0',
+	'(i) the statement in the search_path did not run');
+is(sql(q{SELECT who FROM ticks WHERE job = 'path'}), $evil,
+	'(i) it was the search_path, a schema\'s name');
+is(sql(q{SELECT who FROM ticks WHERE job = 'empty'}), '""', '(i) an empty search_path is one');
+is(sql(qq{SELECT command FROM cron.job_run_details WHERE jobid = $path}), $cmd,
+	'(i) job_run_details shows the job\'s command');
+sql(qq{SELECT cron.unschedule($path); SELECT cron.unschedule($empty)});
+
+# (j)
+my $kept_runs = sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $kept});
+ok($kept_runs > 0, "(j) the job keeping runs has $kept_runs");
+sql(qq{SELECT cron.set_job_options($kept, keep_runs => 0)});
+my $pry = sql(qq{SET ROLE emptypath; SELECT cron.schedule('pry', '\@yearly', 'SELECT cron._prune($kept)')});
+sql(qq{SET ROLE emptypath; SELECT cron.run_job($pry)});
+ok(defined poll_until($node, $db,
+	qq{SELECT status FROM cron.job_run_details WHERE jobid = $pry}, 'succeeded', 30),
+	'(j) another role\'s job called cron._prune on it');
+sql(qq{SET ROLE emptypath; SELECT cron._prune($kept)});
+is(sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $kept}), $kept_runs,
+	'(j) its history is whole');
+sql(qq{SELECT cron.unschedule($pry)});
 
 # (h)
 my $dump = PostgreSQL::Test::Utils::tempdir . '/cron.dump';
