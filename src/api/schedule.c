@@ -324,19 +324,19 @@ schedq_schedule_sql(PG_FUNCTION_ARGS)
 	nulls[1] = PG_ARGISNULL(1);
 	values[4] = PG_GETARG_DATUM(3);
 	nulls[4] = PG_ARGISNULL(3);
-	/* enabled, priority, max_attempts, timeout, lock_key: as schedule's,
-	 * NULL for the default (a 1.1 catalog's schedule_sql has none of them;
-	 * a SQL task's default timeout is schedq.sql_task_timeout) */
+	/* enabled, priority, max_attempts, timeout, lock_key: as schedule's
+	 * (a 1.1 catalog's schedule_sql has none of them), but a NULL timeout
+	 * is a SQL task's default, schedq.sql_task_timeout */
 	values[5] = BoolGetDatum(true);
 	nulls[5] = false;
 	for (int i = 0; i < 5 && PG_NARGS() >= 9; i++)
 	{
 		static const int column[] = { 5, 7, 8, 9, 10 };
 
-		if (PG_ARGISNULL(4 + i))
+		if (column[i] == 9 && PG_ARGISNULL(4 + i))
 			continue;
 		values[column[i]] = PG_GETARG_DATUM(4 + i);
-		nulls[column[i]] = false;
+		nulls[column[i]] = PG_ARGISNULL(4 + i);
 	}
 	periodic_upsert(values, nulls, true);
 	PG_RETURN_DATUM(values[0]);

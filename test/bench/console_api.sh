@@ -47,6 +47,7 @@ bench_init
 bench_start_server "schedq.sql_workers = 0
 shared_buffers = '512MB'"
 bench_create_db "$DB"
+bench_password_auth bench   # the console signs in by password only
 
 echo "$BENCH_NAME: loading $FINISHED finished and $WAITING waiting tasks" >&2
 t0=$(date +%s)
@@ -91,7 +92,7 @@ URL=http://127.0.0.1:$WEB_PORT
 JAR=$TMP/cookies
 token=$(curl -s -c "$JAR" "$URL/api/session" | sed -n 's/.*"loginToken":"\([0-9a-f]*\)".*/\1/p')
 curl -s -b "$JAR" -c "$JAR" -H "X-CSRF-Token: $token" \
-	--data-urlencode user=postgres --data-urlencode password= "$URL/api/login" |
+	--data-urlencode user=postgres --data-urlencode password=bench "$URL/api/login" |
 	grep -q '"signedIn":true' || die "could not sign in"
 
 read -r mid_id max_id run_id <<<"$(psql_q -F ' ' -c "SELECT $FINISHED / 2, max(id), (SELECT max(id) FROM schedq.run) FROM schedq.task")"

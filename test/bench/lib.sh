@@ -126,6 +126,16 @@ psql_db() {
 }
 psql_q() { psql_db "$DB" "$@"; }
 
+# bench_password_auth PASSWORD: connections over 127.0.0.1 authenticate
+# with a password (scram-sha-256; the unix socket stays trust), and the
+# role postgres has PASSWORD: for schedqctl web, which signs in by password
+# only.
+bench_password_auth() {
+	psql_db postgres -c "ALTER ROLE postgres PASSWORD '$1'" >/dev/null
+	as_pg sed -i '1i host all all 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
+	psql_db postgres -c 'SELECT pg_reload_conf()' >/dev/null
+}
+
 # ---------------------------------------------------------------------------
 # Helpers shared by the measuring scripts (run.sh, submit.sh, backlog.sh,
 # soak.sh): files for the server's user, databases, loading, pgbench runs,
