@@ -37,7 +37,7 @@ use SchedqTest;
 
 my $top = $ENV{SCHEDQ_SRCDIR} // '.';
 
-sub slurp
+sub read_doc
 {
 	my ($path) = @_;
 	open(my $fh, '<', $path) or die "cannot read $path: $!";
@@ -57,7 +57,7 @@ sub squash
 	return $s;
 }
 
-my $ref = slurp("$top/docs/reference.md");
+my $ref = read_doc("$top/docs/reference.md");
 
 # Sections by heading: "### Kind name" -> the text up to the next heading
 # of level 1 to 3.
@@ -208,18 +208,18 @@ is_deeply([ grep { !$is_metric{$_} } sort keys %documented ], [],
 # of src/shared/databases.c, and 'no worker slot' of src/api/observe.c) is
 # in the reference's section of scheduler_status, and the exporter's
 # state query lists exactly those.
-my ($state_array) = slurp("$top/src/shared/databases.c")
+my ($state_array) = read_doc("$top/src/shared/databases.c")
   =~ /schedq_databases_state_names\[\]\s*=\s*\{(.*?)\};/s;
 my @states = ($state_array // '') =~ /"([^"]+)"/g;
 push @states, 'no worker slot'
-  if slurp("$top/src/api/observe.c") =~ /"no worker slot"/;
+  if read_doc("$top/src/api/observe.c") =~ /"no worker slot"/;
 ok((grep { $_ eq 'read-only' } @states) && (grep { $_ eq 'idle' } @states),
 	'the scheduler\'s states are found, read-only among them')
   or diag 'found: ' . join(', ', @states);
 my $status_doc = $section{'Function schedq.scheduler_status'} // '';
 is_deeply([ grep { index($status_doc, "`$_`") < 0 } @states ], [],
 	'every scheduler state is in the reference\'s scheduler_status');
-my ($exported) = slurp("$top/monitoring/postgres_exporter/queries.yaml")
+my ($exported) = read_doc("$top/monitoring/postgres_exporter/queries.yaml")
   =~ /FROM \(VALUES (.*?)\) k\(state\)/s;
 is_deeply([ sort(($exported // '') =~ /\('([^']+)'\)/g) ], [ sort @states ],
 	'the exporter\'s state query lists every scheduler state');
@@ -229,7 +229,7 @@ $node->stop;
 # The README points at the reference, and every anchor linked, from the
 # README or within the reference, is a heading of it (GitHub's slugs:
 # lower case, punctuation dropped, spaces to hyphens).
-my $readme = slurp("$top/README.md");
+my $readme = read_doc("$top/README.md");
 like($readme, qr{\(docs/reference\.md(#[\w-]*)?\)},
 	'the README links to docs/reference.md');
 my %anchor;
@@ -249,7 +249,7 @@ is_deeply(\@broken, [], 'every link into the reference names one of its headings
 my @files;
 if (-e "$top/.tracked-files")
 {
-	@files = grep { $_ ne '' } split /\n/, slurp("$top/.tracked-files");
+	@files = grep { $_ ne '' } split /\n/, read_doc("$top/.tracked-files");
 }
 else
 {
@@ -270,7 +270,7 @@ my @refers;
 for my $f (@files)
 {
 	next unless -f "$top/$f";
-	my $text = slurp("$top/$f");
+	my $text = read_doc("$top/$f");
 	for my $p (@outside)
 	{
 		push @refers, "$f: $p" if index($text, $p) >= 0;

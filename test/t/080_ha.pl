@@ -103,14 +103,6 @@ sub script
 	return "$dir/$name";
 }
 
-sub slurp
-{
-	open(my $fh, '<', $_[0]) or return '';
-	local $/;
-	my $text = <$fh>;
-	close $fh;
-	return $text // '';
-}
 
 # The worker's program: records the attempt when it starts and when it
 # ends, sleeping the payload's "sleep" seconds in between.

@@ -98,15 +98,6 @@ sub wait_exit
 	return undef;
 }
 
-sub slurp
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or return '';
-	local $/;
-	my $text = <$fh>;
-	close $fh;
-	return $text;
-}
 
 # The query that finds the worker's session waiting in await_task.
 my $waiting = q{
