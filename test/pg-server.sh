@@ -190,7 +190,7 @@ make_15_main()
 #
 TRIXIE_PACKAGES=(
 	postgresql-17 postgresql-server-dev-17 postgresql-client-17
-	libpq-dev libncurses-dev build-essential make perl libipc-run-perl
+	libpq-dev libncurses-dev libmicrohttpd-dev build-essential make perl libipc-run-perl
 	util-linux findutils coreutils
 	# the package test (t/070_package.pl): make dist, make deb
 	git unzip dpkg-dev debhelper fakeroot postgresql-server-dev-all
