@@ -47,7 +47,6 @@ bench_init
 bench_start_server "schedq.sql_workers = 0
 shared_buffers = '512MB'"
 bench_create_db "$DB"
-bench_password_auth bench   # the console signs in by password only
 
 echo "$BENCH_NAME: loading $FINISHED finished and $WAITING waiting tasks" >&2
 t0=$(date +%s)
@@ -78,22 +77,7 @@ VACUUM ANALYZE schedq.task;
 SQL
 echo "$BENCH_NAME: loaded in $(($(date +%s) - t0)) s" >&2
 
-WEB_PORT=$(pick_port) || die "no free port"
-"$SCHEDQCTL" web --listen "127.0.0.1:$WEB_PORT" \
-	-d "host=127.0.0.1 port=$PORT dbname=$DB" >"$TMP/web.log" 2>&1 &
-WEB_PID=$!
-for _ in $(seq 1 100); do
-	grep -q listening "$TMP/web.log" && break
-	sleep 0.1
-done
-grep -q listening "$TMP/web.log" || die "schedqctl web did not start: $(cat "$TMP/web.log")"
-
-URL=http://127.0.0.1:$WEB_PORT
-JAR=$TMP/cookies
-token=$(curl -s -c "$JAR" "$URL/api/session" | sed -n 's/.*"loginToken":"\([0-9a-f]*\)".*/\1/p')
-curl -s -b "$JAR" -c "$JAR" -H "X-CSRF-Token: $token" \
-	--data-urlencode user=postgres --data-urlencode password=bench "$URL/api/login" |
-	grep -q '"signedIn":true' || die "could not sign in"
+bench_web_start   # WEB_PID, URL, JAR: signed in as postgres
 
 read -r mid_id max_id run_id <<<"$(psql_q -F ' ' -c "SELECT $FINISHED / 2, max(id), (SELECT max(id) FROM schedq.run) FROM schedq.task")"
 

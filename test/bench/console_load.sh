@@ -65,7 +65,6 @@ bench_init
 bench_start_server "schedq.sql_workers = 0
 shared_buffers = '512MB'"
 bench_create_db "$DB"
-bench_password_auth bench   # the console signs in by password only
 bench_copy "$HERE/schedq_claim_complete.sql"
 
 echo "$BENCH_NAME: loading $FINISHED finished tasks" >&2
@@ -85,21 +84,7 @@ FROM generate_series(1, $FINISHED) g,
 VACUUM ANALYZE schedq.task;
 SQL
 
-WEB_PORT=$(pick_port) || die "no free port"
-"$SCHEDQCTL" web --listen "127.0.0.1:$WEB_PORT" \
-	-d "host=127.0.0.1 port=$PORT dbname=$DB" >"$TMP/web.log" 2>&1 &
-WEB_PID=$!
-for _ in $(seq 1 100); do
-	grep -q listening "$TMP/web.log" && break
-	sleep 0.1
-done
-grep -q listening "$TMP/web.log" || die "schedqctl web did not start: $(cat "$TMP/web.log")"
-URL=http://127.0.0.1:$WEB_PORT
-JAR=$TMP/cookies
-token=$(curl -s -c "$JAR" "$URL/api/session" | sed -n 's/.*"loginToken":"\([0-9a-f]*\)".*/\1/p')
-curl -s -b "$JAR" -c "$JAR" -H "X-CSRF-Token: $token" \
-	--data-urlencode user=postgres --data-urlencode password=bench "$URL/api/login" |
-	grep -q '"signedIn":true' || die "could not sign in"
+bench_web_start   # WEB_PID, URL, JAR: signed in as postgres
 
 # The overview page's polling: the overview two seconds after each answer,
 # the charts every 30 seconds; each call's time (s) into $TMP/calls.

@@ -126,14 +126,31 @@ psql_db() {
 }
 psql_q() { psql_db "$DB" "$@"; }
 
-# bench_password_auth PASSWORD: connections over 127.0.0.1 authenticate
-# with a password (scram-sha-256; the unix socket stays trust), and the
-# role postgres has PASSWORD: for schedqctl web, which signs in by password
-# only.
-bench_password_auth() {
-	psql_db postgres -c "ALTER ROLE postgres PASSWORD '$1'" >/dev/null
+# bench_web_start: start `schedqctl web` ($SCHEDQCTL) on a free port of
+# 127.0.0.1 for database $DB and sign in as postgres with curl.  The
+# console signs in by password only: connections over 127.0.0.1 are made
+# to authenticate with one (scram-sha-256; the unix socket stays trust)
+# and postgres gets one.  Sets WEB_PID, URL and JAR (the cookie jar).
+bench_web_start() {
+	local port token
+	psql_db postgres -c "ALTER ROLE postgres PASSWORD 'bench'" >/dev/null
 	as_pg sed -i '1i host all all 127.0.0.1/32 scram-sha-256' "$PGDATA_DIR/pg_hba.conf"
 	psql_db postgres -c 'SELECT pg_reload_conf()' >/dev/null
+	port=$(pick_port) || die "no free port"
+	"$SCHEDQCTL" web --listen "127.0.0.1:$port" \
+		-d "host=127.0.0.1 port=$PORT dbname=$DB" >"$TMP/web.log" 2>&1 &
+	WEB_PID=$!
+	for _ in $(seq 1 100); do
+		grep -q listening "$TMP/web.log" && break
+		sleep 0.1
+	done
+	grep -q listening "$TMP/web.log" || die "schedqctl web did not start: $(cat "$TMP/web.log")"
+	URL=http://127.0.0.1:$port
+	JAR=$TMP/cookies
+	token=$(curl -s -c "$JAR" "$URL/api/session" | sed -n 's/.*"loginToken":"\([0-9a-f]*\)".*/\1/p')
+	curl -s -b "$JAR" -c "$JAR" -H "X-CSRF-Token: $token" \
+		--data-urlencode user=postgres --data-urlencode password=bench "$URL/api/login" |
+		grep -q '"signedIn":true' || die "could not sign in"
 }
 
 # ---------------------------------------------------------------------------

@@ -77,24 +77,6 @@ sub script
 	return $path;
 }
 
-# Wait for a worker to exit; returns its exit code (undef on timeout).
-sub wait_exit
-{
-	my ($h, $timeout) = @_;
-	my $pid = worker_pid($h);
-
-	# Exited: a zombie (or gone), which finish then reaps at once.
-	return undef
-	  unless wait_for(
-		sub {
-			my $stat = slurp("/proc/$pid/stat");
-			return $stat eq '' || $stat =~ /^\d+ \(.*\) Z/;
-		},
-		$timeout,
-		'the worker to exit');
-	$h->finish;
-	return $h->result(0);
-}
 
 #
 # (a) 1,000 shell tasks, 8 at a time.

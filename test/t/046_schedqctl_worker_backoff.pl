@@ -43,23 +43,6 @@ sub log_since
 }
 
 
-# Wait for a worker to exit; returns its exit code (undef on timeout).
-sub wait_exit
-{
-	my ($h, $timeout) = @_;
-	my $pid = worker_pid($h);
-
-	return undef
-	  unless wait_for(
-		sub {
-			my $stat = slurp("/proc/$pid/stat");
-			return $stat eq '' || $stat =~ /^\d+ \(.*\) Z/;
-		},
-		$timeout,
-		'the worker to exit');
-	$h->finish;
-	return $h->result(0);
-}
 
 my $waiting = "SELECT count(*) FROM pg_stat_activity WHERE usename = 'worker'"
   . " AND state = 'active' AND query LIKE 'CALL schedq.await_task(%'";

@@ -68,27 +68,6 @@ sub run_worker
 	return ($h->result(0), $err);
 }
 
-# Wait for a started worker to exit; its exit code (undef on timeout).
-sub wait_exit
-{
-	my ($h, $timeout) = @_;
-	my $pid = worker_pid($h);
-	my $start = time;
-
-	while (time - $start < $timeout)
-	{
-		my $stat = slurp("/proc/$pid/stat");
-		if ($stat eq '' || $stat =~ /^\d+ \(.*\) Z/)
-		{
-			$h->finish;
-			return $h->result(0);
-		}
-		usleep(50_000);
-	}
-	diag "the worker did not exit within ${timeout}s";
-	$h->kill_kill;
-	return undef;
-}
 
 # The tasks of a queue: "status attempts" of each, in id order.
 sub states

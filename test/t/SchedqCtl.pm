@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use SchedqTest;
 use Test::More;
 
-our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid);
+our @EXPORT = qw(ctl_node ctl ctl_conn start_worker worker_pid wait_exit);
 
 # A started node with schedq, and the roles of docs/security.md#roles:
 # app (submitter), worker (a work grant of app), oncall (monitor), ops
@@ -79,6 +79,30 @@ sub worker_pid
 {
 	my ($h) = @_;
 	return $h->{KIDS}[0]{PID};
+}
+
+
+# Wait up to $timeout seconds for a worker started by start_worker to
+# exit (a zombie, or gone; finish then reaps it at once); returns its exit
+# status, or undef (after killing it) when it did not exit in time.
+sub wait_exit
+{
+	my ($h, $timeout) = @_;
+	my $pid = worker_pid($h);
+
+	if (wait_for(
+			sub {
+				my $stat = slurp("/proc/$pid/stat");
+				return $stat eq '' || $stat =~ /^\d+ \(.*\) Z/;
+			},
+			$timeout,
+			'the worker to exit'))
+	{
+		$h->finish;
+		return $h->result(0);
+	}
+	$h->kill_kill;
+	return undef;
 }
 
 1;
