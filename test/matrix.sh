@@ -188,6 +188,11 @@ run_entry()
 	read -r p f < <(counts_of "$log")
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	record "PostgreSQL $major ($suites)" "$p" "$f" $((SECONDS - start))
+	# Name what failed in the summary, where the last lines of a run are read.
+	local line
+	while IFS= read -r line; do
+		SUMMARY+=("    $line")
+	done < <(grep -E '^(regress|isolation|tap):.*failed: ' "$log" | sed -E 's/^([a-z]+):.*failed: /\1 failed: /')
 }
 
 run_habit()
