@@ -1,0 +1,345 @@
+/*
+ * clients/node/test/worker.test.js
+ *	  The worker pool against the test server: once each under
+ *	  concurrency, batched completions, lost connections, retries and
+ *	  back-off, progress, heartbeats, stale attempts, a handler that
+ *	  completes in its own transaction.
+ */
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { Pool } = require('pg');
+const schedq = require('..');
+const { unique, connect, one, until } = require('./helpers');
+
+let db;
+test.before(async () => {
+	db = await connect();
+});
+test.after(() => db.end());
+
+/* A worker on its own queue, its outcomes collected; run() started. */
+function start(options) {
+	const queue = options.queue || unique('q');
+	const app = unique('w');
+	const worker = new schedq.Worker({
+		queues: [queue],
+		handleSignals: false,
+		connection: { application_name: app },
+		...options,
+	});
+	const outcomes = [];
+	worker.on('outcome', (job, outcome, ms, error) =>
+		outcomes.push({ id: job.id, attempt: job.attempt, outcome, error })
+	);
+	const reconnects = [];
+	worker.on('reconnecting', (err) => reconnects.push(err));
+	const running = worker.run();
+	running.catch(() => {});
+	return { worker, queue, app, outcomes, reconnects, running };
+}
+
+const statuses = (ids) =>
+	db
+		.query(
+			`SELECT status, attempts, count(*)::int AS n FROM schedq.task
+			  WHERE id = ANY($1::bigint[]) GROUP BY 1, 2 ORDER BY 1, 2`,
+			[ids]
+		)
+		.then((r) => r.rows);
+
+const submitN = (queue, kind, n, payload = (i) => ({ i }), options = {}) =>
+	schedq.submitMany(
+		db,
+		Array.from({ length: n }, (_, i) => ({ kind, payload: payload(i), queue, ...options }))
+	);
+
+const calls = async (fn) =>
+	Number(
+		await one(
+			db,
+			"SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE schemaname = 'schedq' AND funcname = $1",
+			[fn]
+		)
+	);
+
+test('handlers run once each under concurrency; completions batched by complete_and_claim', async () => {
+	await db.query('SELECT pg_stat_clear_snapshot()');
+	const cacBefore = await calls('complete_and_claim');
+	const completeBefore = await calls('complete');
+	const runs = new Map();
+	let active = 0;
+	let most = 0;
+	const w = start({
+		concurrency: 8,
+		handlers: {
+			async work(job) {
+				runs.set(job.id, (runs.get(job.id) || 0) + 1);
+				most = Math.max(most, ++active);
+				await new Promise((r) => setTimeout(r, job.payload.i % 5));
+				active--;
+				return { twice: job.payload.i * 2 };
+			},
+		},
+	});
+	const ids = await submitN(w.queue, 'work', 400);
+	await until(async () => w.outcomes.length === 400, 120, '400 outcomes');
+	w.worker.stop();
+	await w.running;
+	assert.deepEqual(await statuses(ids), [{ status: 'done', attempts: 1, n: 400 }]);
+	assert.equal(runs.size, 400);
+	assert.ok([...runs.values()].every((n) => n === 1), 'each handler ran once');
+	assert.ok(w.outcomes.every((o) => o.outcome === 'done'));
+	assert.equal(new Set(w.outcomes.map((o) => o.id)).size, 400, 'one done per task');
+	assert.ok(most <= 8, `at most 8 at once (${most})`);
+	assert.ok(most > 1, `several at once (${most})`);
+	assert.equal(
+		await one(db, "SELECT count(*)::int FROM schedq.task WHERE id = ANY($1::bigint[]) AND (result->>'twice')::int = (payload->>'i')::int * 2", [ids]),
+		400,
+		'each result stored'
+	);
+	// The worker's sessions are closed: their function counts are in.
+	await until(async () => {
+		await db.query('SELECT pg_stat_clear_snapshot()');
+		return (await calls('complete_and_claim')) > cacBefore;
+	}, 30, 'the function counts');
+	const cac = (await calls('complete_and_claim')) - cacBefore;
+	assert.ok(cac < 400 / 2, `complete_and_claim ${cac} times for 400 tasks`);
+	assert.equal((await calls('complete')) - completeBefore, 0, 'never complete()');
+});
+
+test('lost connections: the pool reconnects, nothing lost, nothing done twice', async () => {
+	const runs = new Map();
+	const w = start({
+		concurrency: 4,
+		handlers: {
+			async work(job) {
+				runs.set(job.id, (runs.get(job.id) || 0) + 1);
+				await new Promise((r) => setTimeout(r, 10));
+				return null;
+			},
+		},
+	});
+	const ids = await submitN(w.queue, 'work', 300);
+	for (let cut = 0; cut < 4; cut++) {
+		await until(
+			async () => w.outcomes.length >= (cut + 1) * 50 || w.outcomes.length === 300,
+			60,
+			'progress'
+		);
+		await db.query(
+			'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+			[w.app]
+		);
+		await until(() => w.reconnects.length > cut, 30, 'the reconnection');
+	}
+	await until(async () => w.outcomes.length === 300, 120, '300 outcomes');
+	w.worker.stop();
+	await w.running;
+	assert.deepEqual(await statuses(ids), [{ status: 'done', attempts: 1, n: 300 }]);
+	assert.ok([...runs.values()].every((n) => n === 1), 'each handler ran once');
+	assert.equal(runs.size, 300);
+	assert.deepEqual(
+		[...new Set(w.outcomes.map((o) => o.outcome))],
+		['done'],
+		'one done per task'
+	);
+	assert.equal(new Set(w.outcomes.map((o) => o.id)).size, 300);
+	assert.ok(w.reconnects.length >= 4);
+});
+
+test('failures: the message recorded, retries with back-off, max_attempts, RetryAfter, PermanentFailure', async () => {
+	const w = start({
+		concurrency: 4,
+		handlers: {
+			async always(job) {
+				throw new Error(`broken on attempt ${job.attempt}`);
+			},
+			async twice(job) {
+				if (job.attempt <= 2) throw new schedq.RetryAfter(`not yet (${job.attempt})`, 0.2);
+				return { attempt: job.attempt };
+			},
+			async never() {
+				throw new schedq.PermanentFailure('bad input: never');
+			},
+		},
+	});
+	const [always] = await submitN(w.queue, 'always', 1, () => ({}), { maxAttempts: 2 });
+	const [twice] = await submitN(w.queue, 'twice', 1);
+	const [never] = await submitN(w.queue, 'never', 1);
+	const task = async (id) =>
+		(
+			await db.query(
+				'SELECT status, attempts, last_error, run_at, finished_at FROM schedq.task WHERE id = $1',
+				[id]
+			)
+		).rows[0];
+	// The first failure of `always`: retried after schedq's back-off (1 s).
+	const first = await until(async () => {
+		const t = await task(always);
+		return t.attempts === 1 && t.status === 'pending' && t;
+	}, 30, 'the first failure');
+	assert.equal(first.last_error, 'Error: broken on attempt 1');
+	await until(async () => (await task(always)).status === 'failed', 30, 'the final failure');
+	const t = await task(always);
+	assert.equal(t.attempts, 2);
+	assert.equal(t.last_error, 'Error: broken on attempt 2');
+	assert.ok(t.finished_at - first.run_at >= 0, 'the second attempt ran after the back-off');
+	await until(async () => (await task(twice)).status === 'done', 30, 'twice done');
+	assert.equal((await task(twice)).attempts, 3);
+	await until(async () => (await task(never)).status === 'failed', 30, 'never failed');
+	assert.deepEqual(
+		[(await task(never)).attempts, (await task(never)).last_error],
+		[1, 'bad input: never']
+	);
+	w.worker.stop();
+	await w.running;
+	const o = (id) => w.outcomes.filter((x) => x.id === id).map((x) => x.outcome);
+	assert.deepEqual(o(always), ['retry', 'failed']);
+	assert.deepEqual(o(twice), ['retry', 'retry', 'done']);
+	assert.deepEqual(o(never), ['failed']);
+});
+
+test('progress is visible in schedq.task while the handler runs', async () => {
+	let release;
+	const released = new Promise((r) => (release = r));
+	const w = start({
+		handlers: {
+			async slow(job) {
+				assert.ok((await job.progress(42.5, 'halfway')) instanceof Date);
+				await released;
+				return 'ok';
+			},
+		},
+	});
+	const [id] = await submitN(w.queue, 'slow', 1);
+	const seen = await until(async () => {
+		const { rows } = await db.query(
+			'SELECT status, progress, progress_note FROM schedq.task WHERE id = $1',
+			[id]
+		);
+		return rows[0].progress !== null && rows[0];
+	}, 30, 'the progress');
+	assert.deepEqual(seen, { status: 'running', progress: 42.5, progress_note: 'halfway' });
+	release();
+	await until(async () => w.outcomes.length === 1, 30, 'done');
+	w.worker.stop();
+	await w.running;
+	assert.equal(await one(db, 'SELECT status FROM schedq.task WHERE id = $1', [id]), 'done');
+});
+
+test('heartbeats keep a task longer than its lease; a canceled task is stale and its signal aborted', async () => {
+	let aborted = null;
+	const w = start({
+		lease: 1.5,
+		handlers: {
+			async long() {
+				await new Promise((r) => setTimeout(r, 4000));
+				return 'long';
+			},
+			async waits(job) {
+				await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+				aborted = job.signal.reason.message;
+				return 'late';
+			},
+		},
+	});
+	const [long] = await submitN(w.queue, 'long', 1);
+	const [waits] = await submitN(w.queue, 'waits', 1);
+	await until(
+		async () => (await one(db, 'SELECT status FROM schedq.task WHERE id = $1', [waits])) === 'running',
+		30,
+		'waits running'
+	);
+	assert.equal(await schedq.cancel(db, waits), true);
+	await until(() => aborted, 30, 'the abort');
+	await until(async () => w.outcomes.length === 2, 30, 'both outcomes');
+	w.worker.stop();
+	await w.running;
+	assert.equal(
+		await one(db, "SELECT status || ' ' || attempts FROM schedq.task WHERE id = $1", [long]),
+		'done 1',
+		'the 4 s task under a 1.5 s lease was done on its first attempt'
+	);
+	assert.equal(await one(db, 'SELECT status FROM schedq.task WHERE id = $1', [waits]), 'canceled');
+	assert.deepEqual(
+		w.outcomes.map((o) => [o.id, o.outcome]).sort(),
+		[[long, 'done'], [waits, 'stale']].sort()
+	);
+});
+
+test('a handler that completes in its own transaction: its write and the completion, both or neither', async () => {
+	await db.query('CREATE TABLE IF NOT EXISTS node_effects (task bigint, attempt int)');
+	const pool = new Pool({ max: 4 });
+	const w = start({
+		handlers: {
+			async ledger(job) {
+				const client = await pool.connect();
+				try {
+					await client.query('BEGIN');
+					await client.query('INSERT INTO node_effects VALUES ($1, $2)', [job.id, job.attempt]);
+					if (job.payload.raise && job.attempt === 1) throw new Error('after the write');
+					const ok = await job.completeIn(client, { wrote: true });
+					await client.query('COMMIT');
+					return ok;
+				} catch (err) {
+					await client.query('ROLLBACK');
+					throw err;
+				} finally {
+					client.release();
+				}
+			},
+		},
+	});
+	try {
+		const [plain] = await submitN(w.queue, 'ledger', 1, () => ({}));
+		const [raises] = await submitN(w.queue, 'ledger', 1, () => ({ raise: true }));
+		await until(async () => w.outcomes.length === 3, 30, 'three outcomes');
+		w.worker.stop();
+		await w.running;
+		const effects = async (id) =>
+			(await db.query('SELECT attempt FROM node_effects WHERE task = $1 ORDER BY 1', [id])).rows.map(
+				(r) => r.attempt
+			);
+		assert.deepEqual(await effects(plain), [1], 'one write, with the completion');
+		assert.deepEqual(await effects(raises), [2], 'the raising attempt wrote nothing');
+		const row = async (id) =>
+			(await db.query('SELECT status, attempts, result, last_error FROM schedq.task WHERE id = $1', [id]))
+				.rows[0];
+		assert.deepEqual(await row(plain), { status: 'done', attempts: 1, result: { wrote: true }, last_error: null });
+		assert.deepEqual(await row(raises), {
+			status: 'done',
+			attempts: 2,
+			result: { wrote: true },
+			last_error: 'Error: after the write',
+		});
+		assert.deepEqual(
+			w.outcomes.map((o) => `${o.id}.${o.attempt} ${o.outcome}`).sort(),
+			[`${plain}.1 done`, `${raises}.1 retry`, `${raises}.2 done`].sort(),
+			'the pool did not complete them again'
+		);
+	} finally {
+		await pool.end();
+	}
+});
+
+test('the first connection fails: CouldNotConnect; a role without privileges: PermissionDenied', async () => {
+	const w = new schedq.Worker({
+		connection: { host: '/nonexistent', port: 1 },
+		handleSignals: false,
+	});
+	await assert.rejects(w.run(), (err) => err instanceof schedq.CouldNotConnect && /could not connect/.test(err.message));
+	const role = unique('bare');
+	await db.query(`CREATE ROLE ${role} LOGIN`);
+	try {
+		const bare = new schedq.Worker({ connection: { user: role }, handleSignals: false });
+		await assert.rejects(bare.run(), (err) => {
+			assert.ok(err instanceof schedq.PermissionDenied, String(err));
+			assert.match(err.message, /permission denied for schema schedq/);
+			return true;
+		});
+	} finally {
+		await db.query(`DROP ROLE ${role}`);
+	}
+});
