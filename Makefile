@@ -73,7 +73,7 @@ ifneq ($(filter check,$(MAKECMDGOALS)),)
 check:
 	$(MAKE) PG_CONFIG="$(PG_CONFIG)" WERROR=1 all install
 	@$(MAKE) --no-print-directory PG_CONFIG="$(PG_CONFIG)" examples-deps || \
-		echo "make check: the Node.js packages (examples/node, test/web) could not be installed; their tests will be skipped"
+		echo "make check: the Node.js packages (examples/node, clients/node, test/web) could not be installed; their tests will be skipped"
 	PG_CONFIG="$(PG_CONFIG)" REGRESS="$(REGRESS_TESTS)" ISOLATION="$(ISOLATION_TESTS)" \
 		bash test/check.sh
 
@@ -164,15 +164,26 @@ bench-examples: all install examples-deps
 
 # The packages of the example workers that are not Debian's: the Node.js
 # example's, pinned by its lockfile (npm ci), installed again only when the
-# lockfile changes.  Needs npm, and the npm registry unless npm's cache has
-# them.  test/t/051_example_node.pl skips the example without them, and
+# lockfile changes, or the library it is built on (clients/node, copied
+# into it: examples/node/.npmrc has install-links); and the library's own,
+# for its tests (typescript for tsc).  Needs npm, and the npm registry
+# unless npm's cache has them.  test/t/051_example_node.pl skips the
+# example without them, test/t/091_client_node.pl the library, and
 # test/t/056_web_console.pl the console without its own.
 .PHONY: examples-deps
 examples-deps: examples/node/node_modules/.package-lock.json \
+	clients/node/node_modules/.package-lock.json \
 	test/web/node_modules/.package-lock.json
 
-examples/node/node_modules/.package-lock.json: examples/node/package.json examples/node/package-lock.json
+NODE_CLIENT_FILES = clients/node/package.json clients/node/index.js \
+	clients/node/index.d.ts $(wildcard clients/node/lib/*.js)
+
+examples/node/node_modules/.package-lock.json: examples/node/package.json \
+	examples/node/package-lock.json $(NODE_CLIENT_FILES)
 	cd examples/node && npm ci --prefer-offline --no-audit --no-fund
+
+clients/node/node_modules/.package-lock.json: clients/node/package.json clients/node/package-lock.json
+	cd clients/node && npm ci --prefer-offline --no-audit --no-fund
 
 # The console's test (test/t/056_web_console.pl): playwright-core, which
 # drives Debian's chromium; pinned by its lockfile.

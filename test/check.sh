@@ -17,7 +17,8 @@
 # test/schedq.conf (shared_preload_libraries = 'schedq').
 #
 # initdb refuses to run as root, so as root the test material (sql/, src/,
-# expected/, test/, examples/, docs/, monitoring/, README.md, CHANGELOG.md, and the
+# expected/, test/, examples/, clients/, docs/, monitoring/, README.md,
+# CHANGELOG.md -- whole, with the node_modules npm ci installed -- and the
 # other files git tracks, listed in .tracked-files) is copied to a fresh
 # directory under /tmp, handed to the
 # `postgres` OS user ($SCHEDQ_CHECK_USER) and every suite runs as that user.
@@ -263,7 +264,7 @@ WORK=$(mktemp -d /tmp/schedq-check.XXXXXX) || fatal "mktemp failed"
 trap cleanup EXIT
 trap on_signal INT TERM
 
-for d in sql expected test src examples docs monitoring README.md CHANGELOG.md; do
+for d in sql expected test src examples clients docs monitoring README.md CHANGELOG.md; do
 	if [ -e "$SRC_DIR/$d" ]; then
 		cp -R "$SRC_DIR/$d" "$WORK/" || fatal "cannot copy $SRC_DIR/$d to $WORK"
 	fi
