@@ -143,7 +143,11 @@ export interface WorkerOptions {
 	caps?: string[];
 	/** Handlers running at once (8). */
 	concurrency?: number;
-	/** Most tasks one claim asks for (concurrency; at most 1000). */
+	/** Tasks claimed ahead of a free handler, waiting in this process
+	 * (0).  They are running in schedq (heartbeaten) from their claim, and
+	 * a drain runs them too. */
+	prefetch?: number;
+	/** Most tasks one claim asks for (concurrency + prefetch; at most 1000). */
 	batch?: number;
 	/** Seconds (30); heartbeats every third of it. */
 	lease?: number;

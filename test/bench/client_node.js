@@ -1,10 +1,15 @@
 // test/bench/client_node.js -- client_node.sh's measurements, one per run:
 //   node client_node.js lib CONN N   the schedq library (clients/node): a
 //                                    Worker, 8 handlers, one process
+//   node client_node.js lib500 ...   the same with prefetch 500 (tasks
+//                                    claimed ahead, as graphile-worker's
+//                                    localQueue)
 //   node client_node.js raw CONN N   the same statements without the
 //                                    library: one loop of
 //                                    complete_and_claim(tokens, ..., n => 8)
 //                                    running 8 handlers per batch
+//   node client_node.js raw500 ...   the same loop, n => 500, the 500
+//                                    handled 8 at a time
 //   node client_node.js gw CONN N    graphile-worker (test/bench/peers),
 //                                    8 handlers, localQueue 500,
 //                                    completeJobBatchDelay 0; adds its N
@@ -26,13 +31,14 @@ const noop = async () => null;
 const now = () => Number(process.hrtime.bigint()) / 1e9;
 const report = (t0, t1, n) => console.log(`${mode} ${(t1 - t0).toFixed(4)} ${n}`);
 
-async function lib() {
+async function lib(prefetch = 0) {
 	const { Worker } = require(schedqDir);
 	let t0 = null;
 	let n = 0;
 	const worker = new Worker({
 		connection: conn,
 		concurrency: HANDLERS,
+		prefetch,
 		handleSignals: false,
 		handlers: {
 			noop: async () => {
@@ -59,7 +65,21 @@ const CLAIM =
 	' queues => $4::text[], caps => $5::text[], n => $6::integer,' +
 	' lease => make_interval(secs => $7))';
 
-async function raw() {
+/* Run fn over items, `width` at a time. */
+async function pool(items, width, fn) {
+	const out = new Array(items.length);
+	let next = 0;
+	const lane = async () => {
+		while (next < items.length) {
+			const i = next++;
+			out[i] = await fn(items[i]);
+		}
+	};
+	await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+	return out;
+}
+
+async function raw(batch = HANDLERS) {
 	const client = new Client({ connectionString: conn });
 	await client.connect();
 	let tokens = [];
@@ -67,11 +87,11 @@ async function raw() {
 	let t0 = null;
 	let n = 0;
 	for (;;) {
-		const { rows } = await client.query(CLAIM, [tokens, 'raw', results, null, [], HANDLERS, 30]);
+		const { rows } = await client.query(CLAIM, [tokens, 'raw', results, null, [], batch, 30]);
 		n += tokens.length;
 		if (rows.length === 0) break;
 		if (t0 === null) t0 = now();
-		const out = await Promise.all(rows.map((r) => noop(r.payload)));
+		const out = await pool(rows, HANDLERS, (r) => noop(r.payload));
 		tokens = rows.map((r) => r.token);
 		results = out.map((o) => JSON.stringify(o));
 	}
@@ -123,7 +143,7 @@ async function gw() {
 	report(t0, t1, n);
 }
 
-({ lib, raw, gw })[mode]().catch((err) => {
+({ lib, lib500: () => lib(500), raw, raw500: () => raw(500), gw })[mode]().catch((err) => {
 	console.error(err);
 	process.exit(1);
 });

@@ -122,7 +122,8 @@ class Worker extends EventEmitter {
 	/*
 	 * options: handlers ({kind: async (job) => result}), connection (see
 	 * connect.js), queues (null: every queue), caps, concurrency (8),
-	 * batch (most tasks a claim asks for; concurrency), lease and wait
+	 * prefetch (tasks claimed ahead of a free handler, 0), batch (most
+	 * tasks a claim asks for: concurrency + prefetch, at most 1000), lease and wait
 	 * (seconds: 30, 30), name (host:pid), handleSignals (true), log (a
 	 * function given one line per event, e.g. console.log).
 	 */
@@ -135,7 +136,8 @@ class Worker extends EventEmitter {
 		this.queues = o.queues && o.queues.length ? [...o.queues] : null;
 		this.caps = o.caps ? [...o.caps] : [];
 		this.concurrency = o.concurrency || 8;
-		this.batch = Math.min(o.batch || this.concurrency, 1000);
+		this.prefetch = o.prefetch || 0;
+		this.batch = Math.min(o.batch || this.concurrency + this.prefetch, 1000);
 		this.lease = o.lease || 30;
 		this.wait = o.wait || 30;
 		this.handleSignals = o.handleSignals !== false;
@@ -150,6 +152,7 @@ class Worker extends EventEmitter {
 
 		this.jobs = new Map(); // token -> Job: every attempt not yet reported
 		this.inflight = 0; // handlers running
+		this.buffer = []; // claimed, waiting for a free handler (prefetch)
 		this.done = []; // [job, result, ms] to complete
 		this.failures = []; // [job, failure, ms] to report with fail
 		this.conns = null;
@@ -213,7 +216,12 @@ class Worker extends EventEmitter {
 	}
 
 	_idle() {
-		return this.inflight === 0 && this.done.length === 0 && this.failures.length === 0;
+		return (
+			this.inflight === 0 &&
+			this.buffer.length === 0 &&
+			this.done.length === 0 &&
+			this.failures.length === 0
+		);
 	}
 
 	async _loop() {
@@ -326,7 +334,8 @@ class Worker extends EventEmitter {
 				await this._changedPromise();
 				continue;
 			}
-			const n = Math.min(this.concurrency - this.inflight, this.batch);
+			const room = this.concurrency + this.prefetch - this.inflight - this.buffer.length;
+			const n = Math.min(room, this.batch);
 			if (n <= 0) {
 				if (this.done.length > 0) await this._completeMany(conns.main);
 				else await this._changedPromise();
@@ -343,8 +352,7 @@ class Worker extends EventEmitter {
 
 	/* Complete the successes in hand and claim up to n more. */
 	async _completeAndClaim(client, n) {
-		const batch = this.done;
-		this.done = [];
+		const batch = this.done.splice(0, 1000);
 		for (const [job] of batch) job._reporting = true;
 		let rows;
 		try {
@@ -364,14 +372,18 @@ class Worker extends EventEmitter {
 		}
 		for (const [job, , ms] of batch) this._finished(job, 'done', ms);
 		if (this.hard) return rows.length; // left to the reaper
-		for (const row of rows) this._start(row);
+		for (const row of rows) {
+			const job = new Job(this, row);
+			this.jobs.set(job.token, job);
+			this.buffer.push(job);
+		}
+		this._fill();
 		return rows.length;
 	}
 
 	/* Stopping: complete the successes in hand, claim nothing. */
 	async _completeMany(client) {
-		const batch = this.done;
-		this.done = [];
+		const batch = this.done.splice(0, 1000);
 		for (const [job] of batch) job._reporting = true;
 		let rows;
 		try {
@@ -399,9 +411,13 @@ class Worker extends EventEmitter {
 			});
 	}
 
-	_start(row) {
-		const job = new Job(this, row);
-		this.jobs.set(job.token, job);
+	/* Start the claimed tasks while a handler is free. */
+	_fill() {
+		while (this.inflight < this.concurrency && this.buffer.length > 0 && !this.hard)
+			this._start(this.buffer.shift());
+	}
+
+	_start(job) {
 		this.inflight++;
 		const started = Date.now();
 		const handler = this.handlers.get(job.kind);
@@ -414,7 +430,7 @@ class Worker extends EventEmitter {
 		}
 		promise.then(
 			(result) => this._ended(job, started, null, result),
-			(err) => this._ended(job, started, err === undefined ? new Error('rejected') : err)
+			(err) => this._ended(job, started, err ?? new Error(`the handler rejected with ${err}`))
 		);
 	}
 
@@ -422,6 +438,7 @@ class Worker extends EventEmitter {
 		const ms = Date.now() - started;
 		this.inflight--;
 		if (this.hard) return;
+		this._fill();
 		if (job.signal.aborted && !this.jobs.has(job.token)) {
 			// taken back while it ran: already logged stale
 		} else if (err === null && job._external !== undefined) {
@@ -482,6 +499,8 @@ class Worker extends EventEmitter {
 						const i = list.findIndex(([j]) => j === job);
 						if (i >= 0) ms = list.splice(i, 1)[0][2];
 					}
+					const b = this.buffer.indexOf(job);
+					if (b >= 0) this.buffer.splice(b, 1);
 					this._finished(job, 'stale', ms);
 				}
 			})

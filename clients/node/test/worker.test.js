@@ -343,3 +343,39 @@ test('the first connection fails: CouldNotConnect; a role without privileges: Pe
 		await db.query(`DROP ROLE ${role}`);
 	}
 });
+
+test('prefetch: tasks claimed ahead of a free handler, run once each, drained by stop()', async () => {
+	let most = 0;
+	let stopAt = null;
+	const w = start({
+		concurrency: 2,
+		prefetch: 30,
+		handlers: {
+			async work(job) {
+				await new Promise((r) => setTimeout(r, 5));
+				return job.payload.i;
+			},
+		},
+	});
+	const ids = await submitN(w.queue, 'work', 200);
+	const running = () =>
+		one(db, "SELECT count(*)::int FROM schedq.task WHERE id = ANY($1::bigint[]) AND status = 'running'", [ids]);
+	await until(async () => {
+		most = Math.max(most, await running());
+		return most > 2 || w.outcomes.length === 200;
+	}, 60, 'more running than handlers');
+	assert.ok(most > 2, `claimed ahead: ${most} running with 2 handlers`);
+	assert.ok(most <= 32, `no more than concurrency + prefetch: ${most}`);
+	await until(() => w.outcomes.length >= 50, 60, '50 outcomes');
+	w.worker.stop();
+	stopAt = w.outcomes.length;
+	await w.running;
+	assert.equal(await running(), 0, 'the drain ran every task claimed');
+	assert.ok(w.outcomes.length > stopAt, 'the claimed ones finished after stop()');
+	const done = await one(db, "SELECT count(*)::int FROM schedq.task WHERE id = ANY($1::bigint[]) AND status = 'done' AND attempts = 1", [ids]);
+	assert.equal(done, w.outcomes.length);
+	assert.ok(w.outcomes.every((o) => o.outcome === 'done'));
+	assert.equal(new Set(w.outcomes.map((o) => o.id)).size, w.outcomes.length, 'one outcome per task');
+	const rest = await one(db, "SELECT count(*)::int FROM schedq.task WHERE id = ANY($1::bigint[]) AND status = 'available'", [ids]);
+	assert.equal(done + rest, 200, 'the others were never claimed');
+});
