@@ -70,11 +70,25 @@ class Job {
 		this.leaseExpiresAt = row.lease_expires_at;
 		this.token = row.token;
 		this._worker = worker;
-		this._abort = new AbortController();
-		/* Aborted when the attempt is no longer ours (canceled, taken back)
-		 * or the worker stops at once. */
-		this.signal = this._abort.signal;
+		this._abort = null; // made when a handler asks for the signal
+		this._reason = null; // why the attempt is no longer ours
 		this._external = undefined; // completeIn's answer
+	}
+
+	/* Aborted when the attempt is no longer ours (canceled, taken back)
+	 * or the worker stops at once. */
+	get signal() {
+		if (!this._abort) {
+			this._abort = new AbortController();
+			if (this._reason) this._abort.abort(this._reason);
+		}
+		return this._abort.signal;
+	}
+
+	_stop(reason) {
+		if (this._reason) return;
+		this._reason = reason;
+		if (this._abort) this._abort.abort(reason);
 	}
 
 	/* schedq.progress: percent 0..100 (null: unknown) and a note; the new
@@ -180,7 +194,7 @@ class Worker extends EventEmitter {
 		this.stopping = true;
 		if (now && !this.hard) {
 			this.hard = true;
-			for (const job of this.jobs.values()) job._abort.abort(new Error('the worker stopped'));
+			for (const job of this.jobs.values()) job._stop(new Error('the worker stopped'));
 		}
 		if (this._awaiting && this.conns) cancel(this.conns.waiter);
 		if (this._sleepWake) this._sleepWake();
@@ -439,7 +453,7 @@ class Worker extends EventEmitter {
 		this.inflight--;
 		if (this.hard) return;
 		this._fill();
-		if (job.signal.aborted && !this.jobs.has(job.token)) {
+		if (job._reason && !this.jobs.has(job.token)) {
 			// taken back while it ran: already logged stale
 		} else if (err === null && job._external !== undefined) {
 			this._finished(job, job._external ? 'done' : 'stale', ms);
@@ -493,7 +507,7 @@ class Worker extends EventEmitter {
 					const job = this.jobs.get(r.token);
 					// One being reported: its own report may have ended it.
 					if (!job || job._reporting) continue;
-					job._abort.abort(new Error('the task is no longer this attempt\'s'));
+					job._stop(new Error("the task is no longer this attempt's"));
 					let ms = 0;
 					for (const list of [this.done, this.failures]) {
 						const i = list.findIndex(([j]) => j === job);
