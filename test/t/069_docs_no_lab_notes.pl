@@ -5,7 +5,8 @@
 #
 #	  Files: README.md, SECURITY.md, CONTRIBUTING.md, every tracked file
 #	  under docs/ and examples/ (but for examples/node's lockfile and
-#	  node_modules; images are not text), test/README.md, test/bench/README.md, and
+#	  node_modules; images are not text), the client libraries' READMEs
+#	  (clients/*/README.md), test/README.md, test/bench/README.md, and
 #	  schedqctl/schedqctl.1.  Not CHANGELOG.md.
 #
 #	  What it looks for, case-insensitively:
@@ -42,6 +43,7 @@ my @files = sort grep {
 		  || $f eq 'test/bench/README.md'
 		  || $f eq 'schedqctl/schedqctl.1'
 		  || $f =~ m{^docs/}
+		  || $f =~ m{^clients/[^/]+/README\.md$}
 		  || $f =~ m{^examples/})
 	  && $f !~ m{(^|/)node_modules/}
 	  && $f !~ m{package-lock\.json$}
