@@ -179,6 +179,7 @@ class Worker extends EventEmitter {
 		this._sessionError = null;
 		this._reporting = false;
 		this._dirty = false;
+		this._auxTail = Promise.resolve();
 	}
 
 	/* Register the handler of a kind: async (job) => result (JSON). */
@@ -322,14 +323,16 @@ class Worker extends EventEmitter {
 		}
 	}
 
-	/* A statement on `aux`. */
-	async _aux(text, values) {
-		if (!this.conns) throw new SchedqError('the worker is not connected');
-		try {
-			return await this.conns.aux.query(text, values);
-		} catch (err) {
+	/* A statement on `aux`, after those sent before it (pg 9 will not
+	 * queue them itself). */
+	_aux(text, values) {
+		if (!this.conns) return Promise.reject(new SchedqError('the worker is not connected'));
+		const client = this.conns.aux;
+		const run = this._auxTail.then(() => client.query(text, values));
+		this._auxTail = run.catch(() => {});
+		return run.catch((err) => {
 			throw wrap(err);
-		}
+		});
 	}
 
 	async _work(conns) {
