@@ -256,6 +256,8 @@ class Worker extends EventEmitter {
 				const err = wrap(error);
 				if (this.hard) return;
 				if (err instanceof CouldNotConnect || !connectionLost(err)) throw err;
+				if (conns) await this._close(conns);
+				conns = null;
 				const delay = backoff * (0.75 + Math.random() / 2);
 				this.emit('reconnecting', err, delay, raw(err).code === '25006');
 				await new Promise((resolve) => {
@@ -289,7 +291,8 @@ class Worker extends EventEmitter {
 
 	async _close(conns) {
 		if (this.conns === conns) this.conns = null;
-		if (this._awaiting && conns.waiter) await cancel(conns.waiter);
+		if (this._awaiting && conns.waiter && this._awaitingOn === conns.waiter)
+			await cancel(conns.waiter);
 		await Promise.all(
 			Object.values(conns).map((c) => c && c.end().catch(() => {}))
 		);
@@ -315,6 +318,15 @@ class Worker extends EventEmitter {
 		return this._changed;
 	}
 
+	/* An error of the current session ends it (one of a session already
+	 * closed is no news). */
+	_lost(err, conns) {
+		if (conns && this.conns === conns && !this._sessionError) {
+			this._sessionError = err;
+			this._notify();
+		}
+	}
+
 	_checkSession() {
 		if (this._sessionError) {
 			const err = this._sessionError;
@@ -326,11 +338,12 @@ class Worker extends EventEmitter {
 	/* A statement on `aux`, after those sent before it (pg 9 will not
 	 * queue them itself). */
 	_aux(text, values) {
-		if (!this.conns) return Promise.reject(new SchedqError('the worker is not connected'));
-		const client = this.conns.aux;
-		const run = this._auxTail.then(() => client.query(text, values));
+		const conns = this.conns;
+		if (!conns) return Promise.reject(new SchedqError('the worker is not connected'));
+		const run = this._auxTail.then(() => conns.aux.query(text, values));
 		this._auxTail = run.catch(() => {});
 		return run.catch((err) => {
+			if (connectionLost(err)) this._lost(err, conns);
 			throw wrap(err);
 		});
 	}
@@ -361,7 +374,7 @@ class Worker extends EventEmitter {
 			const claimed = await this._completeAndClaim(conns.main, n);
 			if (claimed === n) continue;
 			// Nothing more to claim now: wait for a task, or a handler's end.
-			if (!this._awaiting) this._await(conns.waiter);
+			if (!this._awaiting || this._awaitingOn !== conns.waiter) this._await(conns);
 			await this._changedPromise();
 			await new Promise(setImmediate); // the handlers ending with it: one batch
 		}
@@ -376,7 +389,7 @@ class Worker extends EventEmitter {
 			({ rows } = await client.query(CLAIM, [
 				batch.map(([job]) => job.token),
 				this.name,
-				batch.map(([, result]) => JSON.stringify(result === undefined ? null : result)),
+				batch.map(([, json]) => json),
 				this.queues,
 				this.caps,
 				n,
@@ -385,6 +398,7 @@ class Worker extends EventEmitter {
 		} catch (err) {
 			for (const [job] of batch) job._reporting = false;
 			this.done = batch.concat(this.done); // sent again, from the next session
+			if (err.code === '54000') return this._tooLarge(client, batch);
 			throw err;
 		}
 		for (const [job, , ms] of batch) this._finished(job, 'done', ms);
@@ -398,6 +412,28 @@ class Worker extends EventEmitter {
 		return rows.length;
 	}
 
+	/* A result over schedq.max_payload failed the batch (54000): complete
+	 * them one by one, and fail for good those that are too large. */
+	async _tooLarge(client, batch) {
+		this.done = this.done.filter((d) => !batch.includes(d));
+		for (const d of batch) {
+			const [job, json, ms] = d;
+			try {
+				const { rows } = await client.query(COMPLETE_MANY, [[job.token], [json]]);
+				this._finished(job, rows[0].ok[0] ? 'done' : 'stale', ms);
+			} catch (err) {
+				if (err.code !== '54000') {
+					this.done.unshift(...batch.slice(batch.indexOf(d)));
+					throw err;
+				}
+				const f = new PermanentFailure(`the result is too large: ${err.message}`);
+				this.failures.push([job, failure(f), ms]);
+			}
+		}
+		this._reportFailures();
+		return 0;
+	}
+
 	/* Stopping: complete the successes in hand, claim nothing. */
 	async _completeMany(client) {
 		const batch = this.done.splice(0, 1000);
@@ -406,26 +442,31 @@ class Worker extends EventEmitter {
 		try {
 			({ rows } = await client.query(COMPLETE_MANY, [
 				batch.map(([job]) => job.token),
-				batch.map(([, result]) => JSON.stringify(result === undefined ? null : result)),
+				batch.map(([, json]) => json),
 			]));
 		} catch (err) {
 			for (const [job] of batch) job._reporting = false;
 			this.done = batch.concat(this.done);
+			if (err.code === '54000') return this._tooLarge(client, batch);
 			throw err;
 		}
 		batch.forEach(([job, , ms], i) => this._finished(job, rows[0].ok[i] ? 'done' : 'stale', ms));
 	}
 
-	_await(client) {
-		this._awaiting = client
+	_await(conns) {
+		const waiting = conns.waiter
 			.query(AWAIT, [this.queues, this.caps, this.wait])
 			.catch((err) => {
-				if (!(this.stopping && err.code === '57014')) this._sessionError = err;
+				if (!(this.stopping && err.code === '57014')) this._lost(err, conns);
 			})
 			.finally(() => {
+				if (this._awaiting !== waiting) return; // an earlier session's
 				this._awaiting = null;
+				this._awaitingOn = null;
 				this._notify();
 			});
+		this._awaiting = waiting;
+		this._awaitingOn = conns.waiter;
 	}
 
 	/* Start the claimed tasks while a handler is free. */
@@ -461,7 +502,17 @@ class Worker extends EventEmitter {
 		} else if (err === null && job._external !== undefined) {
 			this._finished(job, job._external ? 'done' : 'stale', ms);
 		} else if (err === null) {
-			this.done.push([job, result, ms]);
+			let json;
+			try {
+				json = JSON.stringify(result === undefined ? null : result);
+			} catch (e) {
+				json = e;
+			}
+			if (typeof json === 'string' || json === undefined) this.done.push([job, json ?? null, ms]);
+			else {
+				this.failures.push([job, failure(new PermanentFailure(`the result is not JSON: ${json.message}`)), ms]);
+				this._reportFailures();
+			}
 		} else {
 			this.failures.push([job, failure(err), ms]);
 			this._reportFailures();
@@ -476,10 +527,11 @@ class Worker extends EventEmitter {
 
 	/* Report the failures in hand with schedq.fail, in order, on aux. */
 	async _reportFailures() {
-		if (this._reporting || !this.conns) return;
+		const conns = this.conns;
+		if (this._reporting || !conns) return;
 		this._reporting = true;
 		try {
-			while (this.failures.length > 0 && this.conns && !this.hard) {
+			while (this.failures.length > 0 && this.conns === conns && !this.hard) {
 				const [job, f, ms] = this.failures[0];
 				job._reporting = true;
 				const { rows } = await this._aux(FAIL, [job.token, f.message, f.retryIn, f.permanent]);
@@ -491,9 +543,12 @@ class Worker extends EventEmitter {
 			}
 		} catch (err) {
 			if (this.failures.length > 0) this.failures[0][0]._reporting = false;
-			this._sessionError = err;
+			// A lost connection ends its session (_aux); anything else, the worker.
+			if (!connectionLost(err) && this.conns === conns) this._sessionError = err;
 		} finally {
 			this._reporting = false;
+			// A new session came while this one's report hung: go on there.
+			if (this.conns && this.conns !== conns) this._reportFailures();
 			this._notify();
 		}
 	}
@@ -522,21 +577,23 @@ class Worker extends EventEmitter {
 				}
 			})
 			.catch((err) => {
-				if (connectionLost(err)) {
-					this._sessionError = err;
-					this._notify();
-				} else this.emit('heartbeatError', err);
+				// A lost connection ends the session (_aux); anything else is told.
+				if (!connectionLost(err)) this.emit('heartbeatError', err);
 			});
 	}
 }
 
-/* What to report for a handler's error. */
+/* What to report for a handler's error.  The message as schedq takes it:
+ * no NUL, at most 65536 bytes (16384 characters are). */
 function failure(err) {
-	if (err instanceof PermanentFailure)
-		return { message: err.message, retryIn: null, permanent: true };
-	if (err instanceof RetryAfter)
-		return { message: err.message, retryIn: err.retryIn, permanent: false };
-	return { message: String(err), retryIn: null, permanent: false };
+	let f;
+	if (err instanceof PermanentFailure) f = { message: err.message, retryIn: null, permanent: true };
+	else if (err instanceof RetryAfter)
+		f = { message: err.message, retryIn: err.retryIn, permanent: false };
+	else f = { message: String(err), retryIn: null, permanent: false };
+	f.message = String(f.message).replace(/\0/g, '');
+	if (f.message.length > 16384) f.message = `${f.message.slice(0, 16381)}...`;
+	return f;
 }
 
 /* One line per event, for options.log. */

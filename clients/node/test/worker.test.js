@@ -379,3 +379,49 @@ test('prefetch: tasks claimed ahead of a free handler, run once each, drained by
 	const rest = await one(db, "SELECT count(*)::int FROM schedq.task WHERE id = ANY($1::bigint[]) AND status = 'available'", [ids]);
 	assert.equal(done + rest, 200, 'the others were never claimed');
 });
+
+test('a result over max_payload, one that is not JSON, a huge error with NUL: failed, the worker goes on', async () => {
+	const max = await one(db, "SELECT setting FROM pg_settings WHERE name = 'schedq.max_payload'");
+	const w = start({
+		concurrency: 4,
+		handlers: {
+			async big() {
+				return { blob: 'x'.repeat(Number(max) + 10) }; // max_payload is in bytes
+			},
+			async bigint() {
+				return { n: 10n };
+			},
+			async shout() {
+				throw new Error(`a\0b${'!'.repeat(100000)}`);
+			},
+			async fine(job) {
+				return { ok: job.payload.i };
+			},
+		},
+	});
+	const ids = await schedq.submitMany(db, [
+		...['big', 'bigint', 'shout'].map((kind) => ({ kind, queue: w.queue, maxAttempts: 1 })),
+		...Array.from({ length: 20 }, (_, i) => ({ kind: 'fine', payload: { i }, queue: w.queue })),
+	]);
+	await until(async () => w.outcomes.length === 23, 60, '23 outcomes');
+	w.worker.stop();
+	await w.running;
+	const rows = (
+		await db.query(
+			'SELECT kind, status, attempts, left(last_error, 40) AS e, length(last_error) AS len FROM schedq.task WHERE id = ANY($1::bigint[]) ORDER BY id',
+			[ids]
+		)
+	).rows;
+	assert.equal(rows[0].status, 'failed');
+	assert.match(rows[0].e, /^the result is too large/);
+	assert.equal(rows[1].status, 'failed');
+	assert.match(rows[1].e, /^the result is not JSON/);
+	assert.equal(rows[2].status, 'failed');
+	assert.equal(rows[2].e.slice(0, 10), 'Error: ab!');
+	assert.ok(rows[2].len <= 16384);
+	assert.deepEqual(
+		[...new Set(rows.slice(3).map((r) => `${r.status} ${r.attempts}`))],
+		['done 1'],
+		'the others are done'
+	);
+});
