@@ -11,10 +11,11 @@
 #         library: one loop of complete_and_claim(tokens, ..., n => 8)
 #         running the 8 handlers of each batch (what the library costs
 #         is lib / raw);
-#   lib500, raw500  the same two with 500 tasks a claim: the library's
+#   lib500, raw500  the same two with 500 tasks in hand: the library's
 #         prefetch 500 (claimed ahead of a free handler, as
-#         graphile-worker's localQueue), and the loop with n => 500, its
-#         tasks run 8 at a time;
+#         graphile-worker's localQueue; it claims 254 at a time, the next
+#         claim on its way while the handlers work), and the loop with
+#         n => 500, its tasks run 8 at a time;
 #   gw    BENCH_TASKS no-op jobs drained by graphile-worker 0.17.3 at its
 #         best: 8 handlers (concurrency 8), localQueue size 500,
 #         completeJobBatchDelay 0 (test/bench/peers pins it).

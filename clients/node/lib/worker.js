@@ -137,7 +137,8 @@ class Worker extends EventEmitter {
 	 * options: handlers ({kind: async (job) => result}), connection (see
 	 * connect.js), queues (null: every queue), caps, concurrency (8),
 	 * prefetch (tasks claimed ahead of a free handler, 0), batch (most
-	 * tasks a claim asks for: concurrency + prefetch, at most 1000), lease and wait
+	 * tasks a claim asks for: concurrency, or with a prefetch half of
+	 * concurrency + prefetch; at most 1000), lease and wait
 	 * (seconds: 30, 30), name (host:pid), handleSignals (true), log (a
 	 * function given one line per event, e.g. console.log).
 	 */
@@ -151,7 +152,10 @@ class Worker extends EventEmitter {
 		this.caps = o.caps ? [...o.caps] : [];
 		this.concurrency = o.concurrency || 8;
 		this.prefetch = o.prefetch || 0;
-		this.batch = Math.min(o.batch || this.concurrency + this.prefetch, 1000);
+		// With a prefetch, claims of half the room: the next claim is on its
+		// way while the handlers work through the tasks in hand.
+		const half = Math.ceil((this.concurrency + this.prefetch) / 2);
+		this.batch = Math.min(o.batch || Math.max(this.concurrency, this.prefetch ? half : 0), 1000);
 		this.lease = o.lease || 30;
 		this.wait = o.wait || 30;
 		this.handleSignals = o.handleSignals !== false;
