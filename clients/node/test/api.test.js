@@ -269,6 +269,7 @@ test('checkVersion: 1.2 accepted, an older schedq refused with UnsupportedVersio
 		});
 	} finally {
 		await old.end();
-		await db.query(`DROP DATABASE ${dbname}`);
+		// FORCE: schedq's scheduler of that database may still be connected.
+		await db.query(`DROP DATABASE ${dbname} WITH (FORCE)`);
 	}
 });

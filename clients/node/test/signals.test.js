@@ -45,7 +45,7 @@ test('SIGTERM drains: the tasks in hand finish, nothing more is claimed, exit 0;
 	c.proc.kill('SIGTERM');
 	const { code } = await c.exited;
 	assert.equal(code, 0, c.out.err);
-	assert.ok(Date.now() - t0 < 10000);
+	assert.ok(Date.now() - t0 < 20000, 'drained in seconds');
 	const ran = lines(c.out.text, /^ran /).map((l) => Number(l.split(' ')[1]));
 	assert.equal(ran.length, 2, 'it claimed nothing after the signal');
 	assert.equal(lines(c.out.text, /^end /).length, 2, 'the two in hand finished');
@@ -88,7 +88,7 @@ test('SIGTERM while waiting: exit 0 at once, no session left; a second signal st
 	const t0 = Date.now();
 	c.proc.kill('SIGTERM');
 	assert.equal((await c.exited).code, 0, c.out.err);
-	assert.ok(Date.now() - t0 < 5000, 'not the 30 s of the wait');
+	assert.ok(Date.now() - t0 < 10000, 'within 10 s, not the 30 s of the wait');
 	await until(
 		async () => (await one(db, 'SELECT count(*)::int FROM pg_stat_activity WHERE application_name = $1', [queue])) === 0,
 		30,
@@ -105,7 +105,7 @@ test('SIGTERM while waiting: exit 0 at once, no session left; a second signal st
 	await new Promise((r) => setTimeout(r, 200));
 	d.proc.kill('SIGTERM');
 	assert.equal((await d.exited).code, 0, d.out.err);
-	assert.ok(Date.now() - t1 < 5000, 'stopped at once');
+	assert.ok(Date.now() - t1 < 10000, 'stopped at once, not after the 20 s task');
 	assert.doesNotMatch(d.out.text, /^end /m);
 	assert.equal(await one(db, 'SELECT status FROM schedq.task WHERE id = $1', [id]), 'running');
 	await schedq.cancel(db, id);

@@ -232,10 +232,10 @@ test('progress is visible in schedq.task while the handler runs', async () => {
 test('heartbeats keep a task longer than its lease; a canceled task is stale and its signal aborted', async () => {
 	let aborted = null;
 	const w = start({
-		lease: 1.5,
+		lease: 3,
 		handlers: {
 			async long() {
-				await new Promise((r) => setTimeout(r, 4000));
+				await new Promise((r) => setTimeout(r, 7000));
 				return 'long';
 			},
 			async waits(job) {
@@ -260,7 +260,7 @@ test('heartbeats keep a task longer than its lease; a canceled task is stale and
 	assert.equal(
 		await one(db, "SELECT status || ' ' || attempts FROM schedq.task WHERE id = $1", [long]),
 		'done 1',
-		'the 4 s task under a 1.5 s lease was done on its first attempt'
+		'the 7 s task under a 3 s lease was done on its first attempt'
 	);
 	assert.equal(await one(db, 'SELECT status FROM schedq.task WHERE id = $1', [waits]), 'canceled');
 	assert.deepEqual(
