@@ -585,8 +585,8 @@ ctl_websession_login(const char *user, const char *password, WebSession *old,
 		conns[i] = connect_as(user, password, &why);
 		if (conns[i] == NULL)
 		{
-			char	   *user_esc = log_escape(user);
-			char	   *why_esc = log_escape(why);
+			char *user_esc = log_escape(user);
+			char *why_esc = log_escape(why);
 
 			/*
 			 * The browser learns only that it failed; the reason (which may
