@@ -79,6 +79,16 @@ SELECT schedq.create_run('bench', 'continue') AS run \gset
 SELECT schedq.submit('step', run_id => :run, queue => 'wf') FROM generate_series(1, 20);
 VACUUM ANALYZE schedq.task;
 SQL
+# The scheduler promotes or parks the tasks of the keys and the limit; once
+# it has, vacuum again: the first VACUUM ran while its passes held the
+# horizon back, and left the waiting tasks' pages out of the visibility
+# map (every index-only read of them would visit the table).
+for _ in $(seq 1 300); do
+	[[ $(psql_q -c "SELECT count(*) FROM schedq.task WHERE status = 'pending'
+		AND NOT parked AND run_at <= now()") == 0 ]] && break
+	sleep 0.1
+done
+psql_q -c "VACUUM ANALYZE schedq.task" >/dev/null
 echo "$BENCH_NAME: loaded in $(($(date +%s) - t0)) s" >&2
 
 bench_web_start   # WEB_PID, URL, JAR: signed in as postgres
