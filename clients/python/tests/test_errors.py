@@ -54,7 +54,10 @@ def test_permission_denied_keeps_detail_and_hint(conn: Any, admin: Any, queue: s
         schedq.cancel(conn, task_id)
     conn.rollback()
     assert info.value.sqlstate == "42501"
-    assert info.value.detail is not None or info.value.hint is not None or info.value.message
+    e = info.value
+    assert isinstance(e.cause, psycopg.Error)
+    assert (e.message, e.detail, e.hint) == (
+        e.cause.diag.message_primary, e.cause.diag.message_detail, e.cause.diag.message_hint)
     assert value(admin, "SELECT status FROM schedq.task WHERE id = %s", task_id) == "available"
 
 
