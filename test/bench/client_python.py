@@ -44,6 +44,7 @@ def lib(n):
 
     pool.handlers["noop"] = handler
     pool.run(install_signals=False)
+    print(f"{pool.statements} complete_and_claim statements", file=sys.stderr)
 
 
 def raw(n):

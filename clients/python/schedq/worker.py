@@ -189,11 +189,14 @@ class Pool:
         self._busy = 0  # handler slots in use
         self._running: Dict[str, Task] = {}  # claimed and not yet reported
         self._done: List[Tuple[Task, Any]] = []  # successes not yet committed
-        self._work: "queue_mod.Queue[Optional[Task]]" = queue_mod.Queue()
+        self._work: "queue_mod.SimpleQueue[Optional[Task]]" = queue_mod.SimpleQueue()
         self._waiting: Optional[psycopg.Connection[Any]] = None  # in await_task
         self._woken = False
         self._aux = _Aux(self)
         self._signals = 0
+        self._sleeping = False  # the loop waits on _cond
+        self.statements = 0  # complete_and_claim calls made
+        self._gather = float(os.environ.get("SCHEDQ_GATHER", "0.001"))
 
     # --- registration and control
 
@@ -228,7 +231,8 @@ class Pool:
     def _wake(self) -> None:
         """Ends the loop's await_task early, and its wait for a slot."""
         with self._cond:
-            self._cond.notify_all()
+            if self._sleeping:
+                self._cond.notify_all()
             conn = self._waiting
             if conn is not None and not self._woken:
                 self._woken = True
@@ -337,13 +341,19 @@ class Pool:
                     return
                 with self._cond:
                     if not self._done and self._busy > 0 and not self._hard.is_set():
-                        self._cond.wait(1.0)
+                        self._sleep(1.0)
                 continue
             if free == 0:
                 with self._cond:
                     if self._busy >= self.concurrency and not self._stopping.is_set():
-                        self._cond.wait(1.0)
+                        self._sleep(1.0)
                 continue
+            if busy and free < self.batch and done and self._gather:
+                # Handlers finishing together: one statement for them all.
+                with self._cond:
+                    self._sleep(self._gather)
+                    done = list(self._done)
+                    free = self.concurrency - self._busy
             n = min(free, self.batch)
             rows = conn.execute(
                 "SELECT id, attempt, queue, kind, payload, priority, run_id, token"
@@ -355,9 +365,18 @@ class Pool:
             ).fetchall()
             self._acked(done)
             self._dispatch(rows)
+            self.statements += 1
             if rows or done:
                 continue
             self._await(conn)
+
+    def _sleep(self, timeout: float) -> None:
+        """Waits (holding _cond) for a handler to finish, or a stop."""
+        self._sleeping = True
+        try:
+            self._cond.wait(timeout)
+        finally:
+            self._sleeping = False
 
     def _await(self, conn: "psycopg.Connection[Tuple[Any, ...]]") -> None:
         with self._cond:
