@@ -56,9 +56,9 @@ def test_every_option(conn: Any, admin: Any, queue: str) -> None:
         conn, "second", {"n": [1, 2]}, queue=queue, priority=7, run_at=at, max_attempts=3,
         timeout=dt.timedelta(minutes=2), lock_key="lk", version=42, concurrency_key="ck",
         required_caps=["gpu", "big"], budgets=["py_budget"], cost=2.5, run_id=run_id,
-        depends_on=[first], dedup_key="dk",
+        depends_on=[first], dedup_key=f"dk-{queue}",
     )
-    again = schedq.submit(conn, "second", queue=queue, dedup_key="dk", timeout=90)
+    again = schedq.submit(conn, "second", queue=queue, dedup_key=f"dk-{queue}", timeout=90)
     conn.commit()
     assert again == task_id, "a live task holds the dedup_key"
     row = admin.execute(
@@ -66,7 +66,7 @@ def test_every_option(conn: Any, admin: Any, queue: str) -> None:
         "       concurrency_key, required_caps, budgets, cost, run_id, depends_on, dedup_key"
         "  FROM schedq.task WHERE id = %s", (task_id,)).fetchone()
     assert row == ({"n": [1, 2]}, 7, at, 3, dt.timedelta(minutes=2), "lk", 42, "ck",
-                   ["gpu", "big"], ["py_budget"], pytest.approx(2.5), run_id, [first], "dk")
+                   ["gpu", "big"], ["py_budget"], pytest.approx(2.5), run_id, [first], f"dk-{queue}")
 
 
 def test_timeout_in_seconds(conn: Any, admin: Any, queue: str) -> None:
