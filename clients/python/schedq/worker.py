@@ -110,6 +110,11 @@ def reason(error: BaseException) -> str:
     return first_line(error)
 
 
+def _clip(text: str, limit: int) -> str:
+    """text cut to at most limit bytes of UTF-8."""
+    return text.encode()[:limit].decode("utf-8", "ignore")
+
+
 def first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
@@ -316,8 +321,11 @@ class Pool:
                 lost = "server read-only" if e.sqlstate == "25006" else "connection lost"
                 self._pause(f"{lost} ({first_line(e)})", backoff)
                 backoff = min(backoff * 2, 2.0)
-            except psycopg.errors.QueryCanceled:
-                continue  # a wake-up that came late: nothing was done
+            except psycopg.errors.QueryCanceled as e:
+                # A wake-up that came late, or a statement_timeout: the
+                # statement changed nothing; its completions are sent again.
+                self._pause(f"statement canceled ({first_line(e)})", backoff)
+                backoff = min(backoff * 2, 2.0)
             except psycopg.Error as e:
                 self._hard.set()
                 raise from_psycopg(e) from e
@@ -463,21 +471,24 @@ class Pool:
 
     def _fail(self, task: Task, error: str, retry_in: Optional[float], permanent: bool) -> None:
         status: Optional[str] = None
+        given_up = False
         try:
             rows = self._aux.call(
                 "SELECT schedq.fail(%s::text, %s::text,"
                 " retry_in => make_interval(secs => %s), permanent => %s::boolean)",
-                (task.token, error[:65536], retry_in, permanent),
+                (task.token, _clip(error, 65536), retry_in, permanent),
                 retry=True,
             )
             status = rows[0][0]
         except _TRANSIENT as e:
             log.info("task %d: failure not reported (%s)", task.id, first_line(e))
         except psycopg.Error as e:
+            # Not for a retry: the reaper takes the task back after its lease.
             log.warning("task %d: failure not reported: %s", task.id, reason(e))
+            given_up = True
         with self._cond:
             self._busy -= 1
-            if status is not None:
+            if status is not None or given_up:
                 self._running.pop(task.token, None)
         if status is not None:
             outcome = {"failed": "failed", "stale": "stale"}.get(status, "retry")
