@@ -425,11 +425,12 @@ class Pool:
             self._outcome(task, "stale" if task._stale else "done")
 
     def _dispatch(self, rows: List[Tuple[Any, ...]]) -> None:
-        for row in rows:
-            task = Task(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], self)
-            with self._cond:
-                self._busy += 1
+        tasks = [Task(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], self) for r in rows]
+        with self._cond:
+            self._busy += len(tasks)
+            for task in tasks:
                 self._running[task.token] = task
+        for task in tasks:
             self._work.put(task)
 
     # --- handler slots
@@ -496,6 +497,8 @@ class Pool:
         self._wake()
 
     def _outcome(self, task: Task, outcome: str, error: Optional[str] = None) -> None:
+        if not task_log.isEnabledFor(logging.INFO):
+            return
         ms = int((time.monotonic() - task._started) * 1000)
         if error:
             task_log.info("task=%d kind=%s attempt=%d outcome=%s ms=%d error=%r",
