@@ -96,7 +96,7 @@ func Typed[T any](fn func(ctx context.Context, job *Job, payload T) (any, error)
 	return func(ctx context.Context, job *Job) (any, error) {
 		var p T
 		if err := json.Unmarshal(job.Payload, &p); err != nil {
-			return nil, Permanent(fmt.Errorf("bad payload: %w", err))
+			return nil, Permanent(fmt.Errorf("bad input: %w", err))
 		}
 		return fn(ctx, job, p)
 	}
