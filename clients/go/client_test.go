@@ -82,7 +82,7 @@ func TestSubmitEveryOption(t *testing.T) {
 	ctx := context.Background()
 	pool := newPool(t, "schedq-test")
 	kind := name(t, "k")
-	exec(t, pool, "SELECT schedq.set_budget('go_budget', 1000)")
+	run(t, pool, "SELECT schedq.set_budget('go_budget', 1000)")
 	run, err := schedq.CreateRun(ctx, pool, "go run", "continue")
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestErrorMapping(t *testing.T) {
 	if !errors.Is(err, schedq.ErrInvalidArgument) {
 		t.Fatalf("an unknown failure policy: %v, want ErrInvalidArgument", err)
 	}
-	exec(t, pool, "DROP ROLE IF EXISTS go_nobody; CREATE ROLE go_nobody")
+	run(t, pool, "DROP ROLE IF EXISTS go_nobody; CREATE ROLE go_nobody")
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

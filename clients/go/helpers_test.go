@@ -52,7 +52,7 @@ func one[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) T {
 	return v
 }
 
-func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+func run(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -75,11 +75,11 @@ func waitFor(t *testing.T, pool *pgxpool.Pool, within time.Duration, want string
 
 // name is a queue or kind name of this test.
 func name(t *testing.T, suffix string) string {
-	return strings.ToLower(t.Name()) + "_" + suffix + run
+	return strings.ToLower(t.Name()) + "_" + suffix + runID
 }
 
 // run makes the names of one run of the tests its own.
-var run = fmt.Sprintf("_%x", time.Now().UnixNano()%(1<<32))
+var runID = fmt.Sprintf("_%x", time.Now().UnixNano()%(1<<32))
 
 // tally counts calls by key.
 type tally struct {
