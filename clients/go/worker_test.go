@@ -29,11 +29,15 @@ func startWorker(t *testing.T, app string, cfg schedq.WorkerConfig, handlers map
 		w.Handle(k, h)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- w.Run(context.Background()) }()
+	ended := make(chan struct{})
+	go func() {
+		errc <- w.Run(context.Background())
+		close(ended)
+	}()
 	t.Cleanup(func() {
 		w.Stop()
 		select {
-		case <-errc:
+		case <-ended:
 		case <-time.After(30 * time.Second):
 			w.Abort()
 		}
