@@ -13,7 +13,7 @@
 #	    packages, needs another machine, or runs for ever).  Every other
 #	    block must be of a language that is never run: output, ini
 #	    (postgresql.conf lines and other configuration), text (plans, log
-#	    lines, diagrams), json, yaml, c, diff.  A block without a language,
+#	    lines, diagrams), json, yaml, c, diff, go.  A block without a language,
 #	    or of another one (bash, shell, console, psql, ...), fails: it
 #	    would be an example that nobody runs.
 #	  - Fences start at the beginning of their line (not inside a list).
@@ -59,7 +59,7 @@ use DocBlocks;
 
 my $top = doc_top();
 my %runnable = map { $_ => 1 } qw(sql sh);
-my %inert = map { $_ => 1 } qw(output ini text json yaml c diff);
+my %inert = map { $_ => 1 } qw(output ini text json yaml c diff go);
 my %skip_page = (
 	'docs/reference.md' => 'the contract; 066_reference.pl checks it',
 	'CHANGELOG.md' => 'history',);
