@@ -236,7 +236,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				len(l.ok)+len(l.bad), err)
 			break
 		}
-		w.pause(l, err)
+		w.pause(l, err, nil)
 	}
 	return fatal
 }
@@ -290,7 +290,7 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 				if !connectionLost(err) {
 					return err
 				}
-				w.pause(l, err)
+				w.pause(l, err, w.stop)
 				continue
 			}
 			l.backoff = firstBackoff
@@ -311,7 +311,7 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 				if !connectionLost(err) {
 					return wrap(err)
 				}
-				w.pause(l, err)
+				w.pause(l, err, w.stop)
 			}
 		case <-linger:
 		case <-w.stop:
@@ -346,8 +346,8 @@ func (w *Worker) aborted() bool {
 }
 
 // pause logs a lost connection and waits out the backoff (0.1 s doubling
-// to 2 s, jittered by +-25 %), or until Stop or Abort.
-func (w *Worker) pause(l *loop, err error) {
+// to 2 s, jittered by +-25 %), or until stop is closed or Abort.
+func (w *Worker) pause(l *loop, err error, stop <-chan struct{}) {
 	what := "connection lost"
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "25006" {
@@ -364,7 +364,7 @@ func (w *Worker) pause(l *loop, err error) {
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-w.stop:
+	case <-stop:
 	case <-w.abort:
 	}
 	if l.backoff *= 2; l.backoff > mostBackoff {
