@@ -156,7 +156,8 @@ type loop struct {
 	backoff  time.Duration
 	awaiting bool
 	awaitErr chan error
-	since    time.Time // when the oldest outcome not yet sent came
+	since    time.Time   // when the oldest outcome not yet sent came
+	timer    *time.Timer // for CompleteDelay
 	cancelAw context.CancelFunc
 }
 
@@ -245,6 +246,8 @@ func (w *Worker) Run(ctx context.Context) error {
 // is not a lost connection (returned).
 func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 	needClaim := true
+	l.timer = time.NewTimer(time.Hour)
+	defer l.timer.Stop()
 	for {
 		// Collect what finished meanwhile.
 		for more := true; more; {
@@ -271,7 +274,14 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 		ready := l.running == 0 || free >= w.cfg.BatchSize
 		if outcomes && !ready {
 			if wait := w.cfg.CompleteDelay - time.Since(l.since); wait > 0 {
-				linger = time.After(wait)
+				if !l.timer.Stop() {
+					select {
+					case <-l.timer.C:
+					default:
+					}
+				}
+				l.timer.Reset(wait)
+				linger = l.timer.C
 			} else {
 				ready = true
 			}

@@ -4,7 +4,8 @@
 // through the same statements without it (-mode raw: one loop calling
 // schedq.complete_and_claim with the tokens of the last batch of 8, the
 // no-op handlers run in turn).  The connection comes from the
-// environment (PGHOST, PGPORT, ...).
+// environment (PGHOST, PGPORT, ...).  Prints its CPU time (user + system,
+// milliseconds) as cpu_ms=N at the end.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/jackc/pgx/v4/pgxpool"
 	"schedq.dev/schedq"
@@ -38,6 +40,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	// The process's own CPU time, for the client's cost per task.
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		ms := (ru.Utime.Sec+ru.Stime.Sec)*1000 + (ru.Utime.Usec+ru.Stime.Usec)/1000
+		fmt.Printf("cpu_ms=%d\n", ms)
 	}
 }
 
