@@ -231,6 +231,7 @@ func TestCompleteTxExactlyOnce(t *testing.T) {
 	// i 0: writes and completes in its transaction; i 1: writes,
 	// completes, then fails (its transaction rolls back): neither.
 	ids := submitN(t, pool, 2, kind, queue, &schedq.SubmitOptions{MaxAttempts: 1})
+	again := make(chan error, 1)
 	_, _, outcomes := startWorker(t, name(t, "w"), schedq.WorkerConfig{Queues: []string{queue}},
 		map[string]schedq.Handler{kind: schedq.Typed(func(ctx context.Context, j *schedq.Job, p struct{ I int }) (any, error) {
 			tx, err := pool.Begin(ctx)
@@ -247,7 +248,11 @@ func TestCompleteTxExactlyOnce(t *testing.T) {
 			if p.I == 1 {
 				return nil, errors.New("raised after its write")
 			}
-			return nil, tx.Commit(ctx)
+			if err := tx.Commit(ctx); err != nil {
+				return nil, err
+			}
+			again <- j.CompleteTx(ctx, pool, nil) // the token is spent now
+			return nil, nil
 		})})
 	waitFor(t, pool, 30*time.Second, "done true 1", `SELECT concat_ws(' ', status, result->>'own',
 		(SELECT count(*) FROM `+table+` WHERE task_id = t.id)) FROM schedq.task t WHERE id = $1`, ids[0])
@@ -255,6 +260,9 @@ func TestCompleteTxExactlyOnce(t *testing.T) {
 		(SELECT count(*) FROM `+table+` WHERE task_id = t.id)) FROM schedq.task t WHERE id = $1`, ids[1])
 	if outcomes.get("%d done", ids[0]) != 1 || outcomes.get("%d failed", ids[1]) != 1 {
 		t.Fatalf("outcomes %v", outcomes.n)
+	}
+	if err := <-again; !errors.Is(err, schedq.ErrStaleToken) {
+		t.Fatalf("CompleteTx with a spent token: %v, want ErrStaleToken", err)
 	}
 }
 
@@ -356,4 +364,19 @@ func TestWorkerSIGTERM(t *testing.T) {
 			t.Fatalf("a task submitted after the signal is %s", s)
 		}
 	}
+}
+
+func TestTypedBadPayloadFailsPermanently(t *testing.T) {
+	pool := newPool(t, "schedq-test")
+	queue, kind := name(t, "q"), name(t, "k")
+	id, err := schedq.Submit(context.Background(), pool, kind, map[string]string{"n": "not a number"},
+		&schedq.SubmitOptions{Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, name(t, "w"), schedq.WorkerConfig{Queues: []string{queue}},
+		map[string]schedq.Handler{kind: schedq.Typed(func(ctx context.Context, j *schedq.Job, p struct{ N int }) (any, error) {
+			return p.N, nil
+		})})
+	waitFor(t, pool, 30*time.Second, "failed 1 t", "SELECT concat_ws(' ', status, attempts, last_error LIKE 'bad input: json: cannot unmarshal%') FROM schedq.task WHERE id = $1", id)
 }
