@@ -14,9 +14,8 @@
  *						removes the limit
  *	  enable, disable	schedq.set_schedule_enabled(name, enabled), which
  *						keeps the schedule's owner
- *
- *	  schedq has no function that fires a schedule now: the console offers
- *	  no such action.
+ *	  run				schedq.run_schedule_now(name): the schedule's next
+ *						tick now; 'task' is the id its task takes
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -71,6 +70,12 @@ static const WebAction actions[] = {
 	  false },
 	{ "enable", enable_sql, { "name", NULL }, "true", false },
 	{ "disable", enable_sql, { "name", NULL }, "false", false },
+	{ "run",
+	  "SELECT pg_catalog.json_build_object('ok', true, 'changed', true, "
+	  "'task', schedq.run_schedule_now($1))",
+	  { "name", NULL },
+	  NULL,
+	  false },
 };
 
 static void

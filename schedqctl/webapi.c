@@ -61,11 +61,15 @@ typedef struct WebQuery
  * step of task_available_queue_idx each (so the oldest is exact); the
  * count per queue, exact up to LIVE_MAX (beyond, LIVE_MAX + 1 and a flag).
  * Running: task_running_idx, exact (as many as the workers hold).  Pending,
- * in its four kinds, up to LIVE_MAX + 1 of each (beyond, a flag): not
- * parked (task_pending_idx), parked on a limit
- * (task_parked_concurrency_idx), on an exclusive key, which such a task
- * has (task_lock_key_idx), on dependencies, which only tasks of a run have
- * (task_run_all_idx).
+ * by the gate that holds it (pending_by), up to LIVE_MAX + 1 of each
+ * (beyond, a flag): not parked, by run_at, either in the future (1,
+ * time) or due, for the next promotion pass to promote or park (2, due),
+ * both ranges of task_pending_idx; parked on a limit (3,
+ * task_parked_concurrency_idx), on an exclusive key, which such a task
+ * has (4, task_lock_key_idx), on dependencies, which only tasks of a run
+ * have (5, task_run_all_idx); each queue's counts of each (pq) are
+ * aggregated once.  Budgets hold back no pending task: they gate
+ * claims of available ones (the gates call shows them).
  *
  * Done and failed: the tasks finished in the last hour, read newest first
  * through task_finished_idx, up to FIN_SAMPLE of each status; when there
@@ -100,17 +104,23 @@ typedef struct WebQuery
 	"SELECT count(*) AS n FROM (SELECT FROM schedq." T " t WHERE "             \
 	"t.status = 'available' AND t.queue = a.queue LIMIT " LIVE_MAX " + 1) "    \
 	"s) c), pend AS ("                                                         \
-	PEND_SQL(T, "1", "AND NOT parked")                                         \
+	PEND_SQL(T, "1", "AND NOT parked AND run_at > pg_catalog.now()")           \
 	" UNION ALL "                                                              \
-	PEND_SQL(T, "2", "AND parked AND parked_on = 'limit'")                     \
+	PEND_SQL(T, "2", "AND NOT parked AND run_at <= pg_catalog.now()")          \
 	" UNION ALL "                                                              \
-	PEND_SQL(T, "3", "AND parked AND parked_on = 'lock' "                      \
+	PEND_SQL(T, "3", "AND parked AND parked_on = 'limit'")                     \
+	" UNION ALL "                                                              \
+	PEND_SQL(T, "4", "AND parked AND parked_on = 'lock' "                      \
 			 "AND lock_key IS NOT NULL")                                       \
 	" UNION ALL "                                                              \
-	PEND_SQL(T, "4", "AND parked AND parked_on = 'deps' "                      \
+	PEND_SQL(T, "5", "AND parked AND parked_on = 'deps' "                      \
 			 "AND run_id IS NOT NULL")                                         \
-	"), run AS (SELECT queue, count(*) AS n FROM schedq." T " WHERE status = " \
-	"'running' GROUP BY queue), d AS ("                                        \
+	"), pq AS (SELECT queue, count(*) AS n, count(*) FILTER (WHERE k = 1) "    \
+	"AS tm, count(*) FILTER (WHERE k = 2) AS due, count(*) FILTER (WHERE "     \
+	"k = 3) AS lim, count(*) FILTER (WHERE k = 4) AS lk, count(*) FILTER "     \
+	"(WHERE k = 5) AS deps FROM pend GROUP BY queue), run AS (SELECT "         \
+	"queue, count(*) AS n FROM schedq." T " WHERE status = 'running' GROUP "   \
+	"BY queue), d AS ("                                                        \
 	FIN_SAMPLE_SQL(T, "done", "queue, finished_at")                            \
 	"), f AS ("                                                                \
 	FIN_SAMPLE_SQL(T, "failed", "queue, finished_at")                          \
@@ -125,21 +135,24 @@ typedef struct WebQuery
 	", 'failed_window_s', "                                                    \
 	FIN_WINDOW("f")                                                            \
 	", 'queues', "                                                             \
-	"(SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object("      \
+	"(SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object("       \
 	"'queue', n.queue, 'paused', COALESCE(q.paused, false), "                  \
-	"'pending', COALESCE(p.n, 0), 'pending_more', (SELECT COALESCE("          \
-	"bool_or(c > " LIVE_MAX "), false) FROM (SELECT count(*) AS c FROM pend "  \
-	"GROUP BY k) x), 'available', LEAST(COALESCE(a.n, 0), " LIVE_MAX "), "     \
+	"'pending', COALESCE(p.n, 0), 'pending_by', pg_catalog.json_build_object(" \
+	"'time', COALESCE(p.tm, 0), 'due', COALESCE(p.due, 0), 'lock', "           \
+	"COALESCE(p.lk, 0), 'limit', COALESCE(p.lim, 0), 'deps', "                 \
+	"COALESCE(p.deps, 0)), 'pending_more', (SELECT COALESCE(GREATEST("         \
+	"sum(tm), sum(due), sum(lim), sum(lk), sum(deps)) > " LIVE_MAX ", false) " \
+	"FROM pq), 'available', LEAST(COALESCE(a.n, 0), " LIVE_MAX "), "           \
 	"'available_more', COALESCE(a.n > " LIVE_MAX ", false), "                  \
 	"'running', COALESCE(r.n, 0), 'done', COALESCE(z.done, 0), "               \
 	"'failed', COALESCE(z.failed, 0), 'oldest_available_s', "                  \
 	"round(extract(epoch FROM pg_catalog.now() - a.oldest)::numeric, 1)) "     \
 	"ORDER BY n.queue), '[]') FROM (SELECT queue FROM avail UNION "            \
-	"SELECT queue FROM pend UNION SELECT queue FROM run UNION "                \
+	"SELECT queue FROM pq UNION SELECT queue FROM run UNION "                  \
 	"SELECT queue FROM fin UNION SELECT name FROM schedq.queue) n "            \
 	"LEFT JOIN avail a ON a.queue = n.queue "                                  \
-	"LEFT JOIN (SELECT queue, count(*) AS n FROM pend GROUP BY queue) p "      \
-	"ON p.queue = n.queue LEFT JOIN run r ON r.queue = n.queue "               \
+	"LEFT JOIN pq p ON p.queue = n.queue "                                     \
+	"LEFT JOIN run r ON r.queue = n.queue "                                    \
 	"LEFT JOIN (SELECT queue, sum(n) FILTER (WHERE status = 'done') AS done, " \
 	"sum(n) FILTER (WHERE status = 'failed') AS failed FROM fin "              \
 	"GROUP BY queue) z ON z.queue = n.queue "                                  \

@@ -518,6 +518,37 @@ ctl_websession_describe(WebSession *session, PQExpBuffer out)
 }
 
 /*
+ * text for one line of the log, in a new buffer: a backslash, a double
+ * quote and every control character (a newline, a carriage return, an
+ * escape sequence of a terminal) as a backslash escape, so that a role
+ * name typed into the sign-in form cannot end the line and forge another,
+ * nor break out of the quotes around it.  Other bytes (UTF-8) stay.
+ */
+static char *
+log_escape(const char *text)
+{
+	PQExpBufferData buf;
+
+	initPQExpBuffer(&buf);
+	for (const unsigned char *c = (const unsigned char *) text; *c; c++)
+	{
+		if (*c == '\\' || *c == '"')
+			appendPQExpBuffer(&buf, "\\%c", *c);
+		else if (*c == '\n')
+			appendPQExpBufferStr(&buf, "\\n");
+		else if (*c == '\r')
+			appendPQExpBufferStr(&buf, "\\r");
+		else if (*c == '\t')
+			appendPQExpBufferStr(&buf, "\\t");
+		else if (*c < 0x20 || *c == 0x7f)
+			appendPQExpBuffer(&buf, "\\x%02x", *c);
+		else
+			appendPQExpBufferChar(&buf, (char) *c);
+	}
+	return buf.data;
+}
+
+/*
  * POST /api/login: connect as the role.  Returns the HTTP status; the
  * answer goes to out, the session's cookie to cookie.
  */
@@ -554,11 +585,18 @@ ctl_websession_login(const char *user, const char *password, WebSession *old,
 		conns[i] = connect_as(user, password, &why);
 		if (conns[i] == NULL)
 		{
+			char *user_esc = log_escape(user);
+			char *why_esc = log_escape(why);
+
 			/*
 			 * The browser learns only that it failed; the reason (which may
-			 * name the server) goes to the console's log.
+			 * name the server, and the role again) goes to the console's log,
+			 * escaped: the name is the client's.
 			 */
-			pg_log_warning("web: sign-in as \"%s\" failed: %s", user, why);
+			pg_log_warning("web: sign-in as \"%s\" failed: %s", user_esc,
+						   why_esc);
+			free(user_esc);
+			free(why_esc);
 			for (int j = 0; j < i; j++)
 				PQfinish(conns[j]);
 			ctl_web_json_error(&call, 401,

@@ -106,3 +106,63 @@ SELECT pg_temp.err($$SELECT schedq.unschedule(NULL)$$);
 SELECT count(*) AS changed FROM (
 	(SELECT * FROM schedq.periodic EXCEPT SELECT * FROM before)
 	UNION ALL (SELECT * FROM before EXCEPT SELECT * FROM schedq.periodic)) d;
+
+-- run_schedule_now: the next tick is due now and its task takes the id
+-- returned; a second call before the pass changes nothing; the tick after
+-- keeps the schedule's cadence.
+CREATE ROLE regress_periodic_owner;
+CREATE ROLE regress_periodic_other;
+GRANT USAGE ON SCHEMA schedq TO regress_periodic_owner, regress_periodic_other;
+GRANT EXECUTE ON FUNCTION schedq.schedule, schedq.run_schedule_now, pg_temp.err(text)
+	TO regress_periodic_owner, regress_periodic_other;
+GRANT SELECT ON schedq.periodic TO regress_periodic_owner, regress_periodic_other;
+SET ROLE regress_periodic_owner;
+SELECT schedq.schedule('yearly', '0 0 1 1 *', 'new_year');
+RESET ROLE;
+SELECT next_run AS regular, next_task_id AS promised FROM schedq.periodic WHERE name = 'yearly' \gset
+SET ROLE regress_periodic_owner;
+BEGIN;
+SELECT schedq.run_schedule_now('yearly') = :promised AS returns_its_task_id;
+SELECT next_run = now() AS due_now, last_task_id FROM schedq.periodic WHERE name = 'yearly';
+COMMIT;
+SELECT next_run AS run_now_at FROM schedq.periodic WHERE name = 'yearly' \gset
+SELECT schedq.run_schedule_now('yearly') = :promised AS same_id,
+	   (SELECT next_run = :'run_now_at' FROM schedq.periodic WHERE name = 'yearly') AS same_tick;
+RESET ROLE;
+SELECT schedq._periodic_once(now()) AS fired;
+SELECT id = :promised AS promised_id, kind, status, run_at = :'run_now_at' AS run_at_is_tick,
+	   owner = 'regress_periodic_owner'::regrole AS owners
+  FROM schedq.task WHERE periodic = 'yearly';
+SELECT fired, skipped, last_task_id = :promised AS last_task, last_run = :'run_now_at' AS last_run,
+	   next_run = :'regular' AS cadence_kept
+  FROM schedq.periodic WHERE name = 'yearly';
+
+-- Never overlapping: while the last tick's task is live (available, then
+-- running) it is refused, and nothing changes; once it is done, allowed.
+CREATE TEMP TABLE before_now AS SELECT * FROM schedq.periodic;
+SET ROLE regress_periodic_owner;
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now('yearly')$$) ~ '^55006: the last task of periodic task "yearly" is still available' AS refused_available;
+RESET ROLE;
+SELECT token AS tok FROM schedq.claim('w', queues => '{default}') \gset
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now('yearly')$$) ~ '^55006: .* still running' AS refused_running;
+-- Others: another role 42501, unknown 42704, NULL 22004, disabled 55000.
+SET ROLE regress_periodic_other;
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now('yearly')$$);
+RESET ROLE;
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now('no such')$$);
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now(NULL)$$);
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now(repeat('n', 300))$$);
+SELECT pg_temp.err($$SELECT schedq.run_schedule_now('off')$$);
+SELECT count(*) AS changed FROM (
+	(SELECT * FROM schedq.periodic EXCEPT SELECT * FROM before_now)
+	UNION ALL (SELECT * FROM before_now EXCEPT SELECT * FROM schedq.periodic)) d;
+SELECT count(*) AS tasks FROM schedq.task WHERE periodic = 'yearly';
+-- Done: an admin (the superuser) may run another role's schedule.
+SELECT schedq.complete(:'tok');
+SELECT schedq.run_schedule_now('yearly') <> :promised AS next_id;
+SELECT schedq._periodic_once(now()) AS fired;
+SELECT fired, skipped, next_run = :'regular' AS cadence_kept FROM schedq.periodic WHERE name = 'yearly';
+SELECT count(*) AS tasks, count(DISTINCT owner) AS owners FROM schedq.task WHERE periodic = 'yearly';
+DROP EXTENSION schedq;
+DROP OWNED BY regress_periodic_owner, regress_periodic_other;
+DROP ROLE regress_periodic_owner, regress_periodic_other;

@@ -208,3 +208,13 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_set_schedule_enabled';
 COMMENT ON FUNCTION schedq.set_schedule_enabled IS 'enable or disable a periodic task, keeping its owner; false if there is none by that name';
 REVOKE ALL ON FUNCTION schedq.set_schedule_enabled FROM PUBLIC;
+
+-- run_schedule_now: make a schedule's next tick due now.  Granted to no
+-- one, as in a fresh install: docs/security.md#roles lists it among the
+-- submitter's functions.
+CREATE FUNCTION schedq.run_schedule_now(name text)
+RETURNS bigint
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_run_schedule_now';
+COMMENT ON FUNCTION schedq.run_schedule_now IS 'make a periodic task''s next tick due now, its cadence kept; the id its task takes; refused while its last task is live';
+REVOKE ALL ON FUNCTION schedq.run_schedule_now FROM PUBLIC;

@@ -663,6 +663,12 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_set_schedule_enabled';
 COMMENT ON FUNCTION schedq.set_schedule_enabled IS 'enable or disable a periodic task, keeping its owner; false if there is none by that name';
 
+CREATE FUNCTION schedq.run_schedule_now(name text)
+RETURNS bigint
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_run_schedule_now';
+COMMENT ON FUNCTION schedq.run_schedule_now IS 'make a periodic task''s next tick due now, its cadence kept; the id its task takes; refused while its last task is live';
+
 CREATE FUNCTION schedq.next_runs(schedule text, timezone text DEFAULT 'UTC',
 								 after timestamptz DEFAULT now(), n integer DEFAULT 5)
 RETURNS SETOF timestamptz

@@ -271,8 +271,14 @@ BEGIN
 								lock_key => pname);
 	UPDATE schedq.periodic SET owner = runas::regrole
 	 WHERE name = pname AND owner OPERATOR(pg_catalog.<>) runas::regrole;
-	IF run_now = NEW.jobid::text THEN
-		UPDATE schedq.periodic SET next_run = now() WHERE name = pname;
+	-- run_job: its tick now, unless the job is inactive or a run of it is
+	-- still going (never twice at once: then run_job does nothing)
+	IF run_now = NEW.jobid::text AND NEW.active THEN
+		BEGIN
+			PERFORM schedq.run_schedule_now(pname);
+		EXCEPTION WHEN object_in_use THEN
+			NULL;
+		END;
 	END IF;
 	RETURN NULL;
 END
@@ -596,7 +602,7 @@ BEGIN
 	PERFORM set_config('cron.run_now', '', true);
 END
 $$;
-COMMENT ON FUNCTION cron.run_job IS 'run a job now (its next tick stays); never while it runs already';
+COMMENT ON FUNCTION cron.run_job IS 'run a job now (its next tick stays); nothing while it runs already or is inactive';
 
 --
 -- Runs: each tick is a schedq task of the job's periodic task.

@@ -516,7 +516,7 @@ GRANT USAGE ON SCHEMA schedq TO app;
 GRANT EXECUTE ON FUNCTION schedq.submit, schedq.submit_many, schedq.submit_sql,
       schedq.cancel, schedq.retry, schedq.create_run, schedq.cancel_run,
       schedq.schedule, schedq.schedule_sql, schedq.unschedule,
-      schedq.set_schedule_enabled, schedq.next_runs TO app;
+      schedq.set_schedule_enabled, schedq.run_schedule_now, schedq.next_runs TO app;
 GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
       schedq.queue_stats TO app;
 CREATE ROLE worker LOGIN;

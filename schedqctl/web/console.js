@@ -109,7 +109,7 @@ async function act(name, params, what) {
     body: new URLSearchParams(params),
   });
   const body = await r.json();
-  if (r.ok) say(what + ': ' + (body.changed === false ? 'nothing to change' : 'done'), false);
+  if (r.ok) say(what + ': ' + (body.changed === false ? 'nothing to change' : 'done') + (body.task ? ', task #' + body.task : ''), false);
   else say(what + ': ' + errorText(body), true);
   refresh();
   return r.ok;
@@ -285,6 +285,12 @@ function fmtWindow(sec) {
   return Math.max(1, Math.round(sec)) + ' s';
 }
 
+// The pending tasks of a queue by what holds them: run_at in the future,
+// due (the next promotion pass promotes or parks them), parked behind an
+// exclusive key, a concurrency limit or dependencies.
+const PENDING_GATES = [['time', 'waiting: run_at'], ['due', 'due'], ['lock', 'waiting: lock key'],
+  ['limit', 'waiting: limit'], ['deps', 'waiting: dependencies']];
+
 pages.overview = {
   init(app) {
     app.append(h('h1', {}, 'Overview'), h('div', { id: 'ov-queues' }), h('h2', {}, 'The last hour'),
@@ -304,6 +310,7 @@ pages.overview = {
         { title: 'available', key: 'available', cell: (r) => r.available + (r.available_more ? '+' : ''), num: true },
         { title: 'running', key: 'running', num: true },
         { title: 'pending', key: 'pending', cell: (r) => r.pending + (r.pending_more ? '+' : ''), num: true },
+        ...PENDING_GATES.map(([gate, title]) => ({ title, key: 'pending_' + gate, cell: (r) => (r.pending_by || {})[gate] || 0, num: true })),
         { title: 'failed, last ' + fmtWindow(o.failed_window_s), key: 'failed', num: true },
         { title: 'done, last ' + fmtWindow(o.done_window_s), key: 'done', num: true },
         { title: 'oldest available', cell: (r) => (r.oldest_available_s === null ? '' : r.oldest_available_s + ' s'), num: true },
@@ -517,9 +524,8 @@ pages.schedules = {
       { title: 'last error', key: 'last_error' },
       { title: '', cell: (r) => (r.enabled ? actionButton('Disable', 'disable', { name: r.name }, 'disable ' + r.name)
         : actionButton('Enable', 'enable', { name: r.name }, 'enable ' + r.name)) },
+      { title: '', cell: (r) => (r.enabled ? actionButton('Run now', 'run', { name: r.name }, 'run ' + r.name) : null) },
     ], d, (r) => ({ 'data-schedule': r.name })));
-    const lst = $('schedule-list');
-    lst.append(h('p', { class: 'muted' }, 'schedq has no function that fires a schedule now; the console offers none.'));
   },
 };
 

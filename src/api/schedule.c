@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * api/schedule.c
  *	  Periodic tasks: schedule, schedule_sql, unschedule,
- *	  set_schedule_enabled and next_runs.
+ *	  set_schedule_enabled, run_schedule_now and next_runs.
  *
  * A schedule is a row of schedq.periodic, owned by the role that created
  * it; its tasks are fired by the periodic pass (pass/periodic.c).  The
@@ -29,6 +29,7 @@
 #include "shared/metrics.h"
 #include "shared/plan.h"
 #include "store/task.h"
+#include "store/task_ticks.h"
 #include "shared/wake.h"
 
 #define NEXT_RUNS_MAX 10000
@@ -66,6 +67,14 @@ static SchedqQuery q_set_enabled =
 				 "  last_error = CASE WHEN $2 THEN NULL ELSE last_error END,"
 				 "  updated_at = now() WHERE name = $1",
 				 TEXTOID, BOOLOID, TIMESTAMPTZOID);
+static SchedqQuery q_run_row =
+	SCHEDQ_QUERY("SELECT owner::oid, enabled, next_task_id FROM schedq.periodic"
+				 " WHERE name = $1 FOR UPDATE",
+				 TEXTOID);
+static SchedqQuery q_run_now =
+	SCHEDQ_QUERY("UPDATE schedq.periodic SET next_run = least(next_run, $2),"
+				 "  updated_at = now() WHERE name = $1",
+				 TEXTOID, TIMESTAMPTZOID);
 static SchedqQuery q_delete =
 	SCHEDQ_QUERY("DELETE FROM schedq.periodic WHERE name = $1", TEXTOID);
 /*
@@ -439,4 +448,68 @@ schedq_set_schedule_enabled(PG_FUNCTION_ARGS)
 	if (found && enabled)
 		schedq_wake_scheduler_at_commit();
 	PG_RETURN_BOOL(found);
+}
+
+PG_FUNCTION_INFO_V1(schedq_run_schedule_now);
+
+/*
+ * schedq.run_schedule_now(name): make the schedule's next tick due now
+ * (the transaction's start) and wake the periodic pass; the tick after it
+ * is the schedule's own next, as after any tick.  Returns the id the
+ * tick's task takes (next_task_id).  Refused, changing nothing, for a
+ * disabled schedule (55000) and while the task of its last tick is still
+ * live (55006): a periodic task never overlaps itself, and a tick the
+ * pass would skip must not be promised.  The row lock taken here is the
+ * one the pass takes, so no tick fires between the check and the commit.
+ */
+Datum
+schedq_run_schedule_now(PG_FUNCTION_ARGS)
+{
+	SchedqCall	call;
+	Datum		args[2];
+	HeapTuple	tuple;
+	TupleDesc	desc;
+	const char *busy;
+	int64		busy_id = 0;
+	int64		task_id;
+	bool		isnull;
+	char	   *name;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("name must not be null"));
+	args[0] = PG_GETARG_DATUM(0);
+	schedq_check_name("name", DatumGetTextPP(args[0]));
+	name = TextDatumGetCString(args[0]);
+	args[1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+	schedq_call_begin(&call);
+	if (schedq_plan_run(&q_run_row, args, NULL, 0, SPI_OK_SELECT) == 0)
+		ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("periodic task \"%s\" does not exist", name));
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (!schedq_call_acts_for(&call,
+							  DatumGetObjectId(
+								  SPI_getbinval(tuple, desc, 1, &isnull))))
+		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("permission denied for periodic task \"%s\"", name));
+	if (!DatumGetBool(SPI_getbinval(tuple, desc, 2, &isnull)))
+		ereport(ERROR, errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("periodic task \"%s\" is disabled", name),
+				errhint("Enable it with schedq.set_schedule_enabled."));
+	task_id = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+	busy = schedq_task_ticks_live_last(args[0], &busy_id);
+	if (busy != NULL)
+		ereport(ERROR, errcode(ERRCODE_OBJECT_IN_USE),
+				errmsg("the last task of periodic task \"%s\" is still %s",
+					   name, busy),
+				errdetail("Its task %lld, of its last tick, is %s; a periodic "
+						  "task never overlaps itself.",
+						  (long long) busy_id, busy),
+				errhint("Run it now once that task has finished."));
+	schedq_plan_run(&q_run_now, args, NULL, 0, SPI_OK_UPDATE);
+	schedq_call_end(&call);
+	schedq_wake_scheduler_at_commit();
+	PG_RETURN_INT64(task_id);
 }

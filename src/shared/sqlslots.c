@@ -350,9 +350,9 @@ schedq_sqlslots_cancel_at_commit(int64 task_id)
 /*
  * Leave the slot.  An on_shmem_exit callback: it runs after the
  * before_shmem_exit ones have rolled back the transaction of a task (its
- * locks released, its writes gone) and removed the SQL executor from
- * pg_stat_activity.  Until then the attempt is still this executor's, and
- * the reaper must not give it to another.
+ * locks released, its writes gone); pg_stat_activity may list the exiting
+ * process a moment longer.  Until then the attempt is still this
+ * executor's, and the reaper must not give it to another.
  */
 static void
 slots_leave(int code, Datum arg)

@@ -107,3 +107,30 @@ schedq_task_ticks_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 	}
 	return n;
 }
+
+static SchedqQuery q_live_last =
+	SCHEDQ_QUERY("SELECT t.id, t.status::text FROM schedq.periodic p"
+				 " JOIN schedq.task t ON t.id = p.last_task_id"
+				 " WHERE p.name = $1 AND t.status IN " TASK_LIVE_SQL,
+				 TEXTOID);
+
+/*
+ * The task of a schedule's last tick when it is still live (pending,
+ * available or running): its status, and its id in *id; else NULL.  The
+ * caller holds the schedule's row lock, which the periodic pass takes
+ * too, so no tick fires in between.
+ */
+const char *
+schedq_task_ticks_live_last(Datum name, int64 *id)
+{
+	HeapTuple tuple;
+	TupleDesc desc;
+	bool	  isnull;
+
+	if (schedq_plan_run(&q_live_last, &name, NULL, 0, SPI_OK_SELECT) == 0)
+		return NULL;
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	*id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+	return SPI_getvalue(tuple, desc, 2);
+}

@@ -13,5 +13,6 @@
 
 extern int schedq_task_ticks_fire(TimestampTz now, Datum name, int *fired,
 								  int *skipped);
+extern const char *schedq_task_ticks_live_last(Datum name, int64 *id);
 
 #endif /* SCHEDQ_TASK_TICKS_H */

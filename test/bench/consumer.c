@@ -9,6 +9,9 @@
  *   notify   LISTEN on a channel; after a claim that found nothing, sleep in
  *            poll(2) on the connection's socket until a notification comes
  *   poll     after a claim that found nothing, sleep a fixed time
+ *   await    after a claim that found nothing, run -w WAIT_SQL (e.g.
+ *            CALL schedq.await_task(wait => '500 ms'), which waits holding
+ *            no snapshot), then claim again
  *
  * The claim statement gets one int4 parameter, $1: how many times the
  * client waited (notification waits or poll sleeps) since its previous
@@ -22,8 +25,8 @@
  * Exit status: 0 when -n tasks were claimed (or -n 0), 3 when it stopped
  * idle short of -n, 1 on any error.
  *
- *   consumer -d CONNINFO -m block|notify|poll -c CLAIM_SQL -f COMPLETE_SQL
- *            [-n TASKS] [-i IDLE_MS] [-l CHANNEL] [-p POLL_MS]
+ *   consumer -d CONNINFO -m block|notify|poll|await -c CLAIM_SQL -f COMPLETE_SQL
+ *            [-n TASKS] [-i IDLE_MS] [-l CHANNEL] [-p POLL_MS] [-w WAIT_SQL]
  *
  * Built by scheduler.sh with: cc -O2 -I$(pg_config --includedir)
  *                                 consumer.c -L$(pg_config --libdir) -lpq
@@ -140,6 +143,7 @@ main(int argc, char **argv)
 	const char *claim_sql = NULL;
 	const char *complete_sql = NULL;
 	const char *channel = NULL;
+	const char *wait_sql = NULL;
 	long		target = 0;
 	double		idle_ms = 10000;
 	double		poll_ms = 10;
@@ -151,7 +155,7 @@ main(int argc, char **argv)
 	char	   *arr = NULL;
 	size_t		arrcap = 0;
 
-	while ((opt = getopt(argc, argv, "d:m:c:f:n:i:l:p:")) != -1)
+	while ((opt = getopt(argc, argv, "d:m:c:f:n:i:l:p:w:")) != -1)
 	{
 		switch (opt)
 		{
@@ -163,15 +167,17 @@ main(int argc, char **argv)
 			case 'i': idle_ms = atof(optarg); break;
 			case 'l': channel = optarg; break;
 			case 'p': poll_ms = atof(optarg); break;
+			case 'w': wait_sql = optarg; break;
 			default:
-				fprintf(stderr, "usage: consumer -d CONNINFO -m block|notify|poll -c CLAIM_SQL "
-						"-f COMPLETE_SQL [-n TASKS] [-i IDLE_MS] [-l CHANNEL] [-p POLL_MS]\n");
+				fprintf(stderr, "usage: consumer -d CONNINFO -m block|notify|poll|await -c CLAIM_SQL "
+						"-f COMPLETE_SQL [-n TASKS] [-i IDLE_MS] [-l CHANNEL] [-p POLL_MS] [-w WAIT_SQL]\n");
 				return 1;
 		}
 	}
 	if (!conninfo || !claim_sql || !complete_sql ||
-		(strcmp(mode, "block") && strcmp(mode, "notify") && strcmp(mode, "poll")) ||
-		(!strcmp(mode, "notify") && !channel))
+		(strcmp(mode, "block") && strcmp(mode, "notify") && strcmp(mode, "poll") &&
+		 strcmp(mode, "await")) ||
+		(!strcmp(mode, "notify") && !channel) || (!strcmp(mode, "await") && !wait_sql))
 	{
 		fprintf(stderr, "consumer: bad arguments (see the comment at the top of consumer.c)\n");
 		return 1;
@@ -251,6 +257,16 @@ main(int argc, char **argv)
 			{
 				waits++;
 				(void) wait_notify(left);
+			}
+			else if (!strcmp(mode, "await"))
+			{
+				PGresult   *wres = PQexec(conn, wait_sql);
+
+				if (PQresultStatus(wres) != PGRES_TUPLES_OK &&
+					PQresultStatus(wres) != PGRES_COMMAND_OK)
+					fail("wait", wres);
+				PQclear(wres);
+				waits++;
 			}
 			else if (!strcmp(mode, "poll"))
 			{

@@ -106,6 +106,13 @@
 #   BENCH_LOCK_KEYS [1000]    BENCH_VERSIONS [100]     BENCH_CONC_KEYS [10]
 #   BENCH_CONC_LIMIT [10]     BENCH_WORKERS [4]        BENCH_KEYMAJOR_VERSIONS [10]
 #   BENCH_DRAIN_TIMEOUT [120] (seconds; a drain stopped by it is a problem)
+#   BENCH_DRAIN_WAIT [block]  how part 3's workers wait when they find
+#                             nothing: block (claim(wait => '500 ms'), which
+#                             holds its statement's snapshot while it
+#                             waits), await (claim without wait, then CALL
+#                             schedq.await_task(wait => '500 ms'), which
+#                             holds none) or poll (claim without wait, then
+#                             sleep 5 ms)
 #   BENCH_PROMOTE_TASKS [100000]
 #   BENCH_IDLE_TASKS [1000000]  BENCH_IDLE_CALLS [200]
 #   BENCH_SYNCHRONOUS_COMMIT  synchronous_commit of the server [off]: these
@@ -597,6 +604,21 @@ drain() {
 	local name=$1 sample=${2:-} w pids=() t0 spid='' deadline alive
 	t0=$(psql_q -c "SELECT clock_timestamp()")
 	for ((w = 1; w <= WORKERS; w++)); do
+		if [[ ${BENCH_DRAIN_WAIT:-block} == await ]]; then
+			start_consumer "${name}_w$w" -m await -n 0 -i 3000 \
+				-w "CALL schedq.await_task(wait => '500 ms')" \
+				-c "SELECT token FROM schedq.claim('w$w', n => 10)" \
+				-f "SELECT count(*) FROM unnest(\$1::text[]) AS t WHERE schedq.complete(t)"
+			pids+=("$CPID")
+			continue
+		fi
+		if [[ ${BENCH_DRAIN_WAIT:-block} == poll ]]; then
+			start_consumer "${name}_w$w" -m poll -p 5 -n 0 -i 3000 \
+				-c "SELECT token FROM schedq.claim('w$w', n => 10)" \
+				-f "SELECT count(*) FROM unnest(\$1::text[]) AS t WHERE schedq.complete(t)"
+			pids+=("$CPID")
+			continue
+		fi
 		start_consumer "${name}_w$w" -m block -n 0 -i 3000 \
 			-c "SELECT token FROM schedq.claim('w$w', n => 10, wait => '500 ms')" \
 			-f "SELECT count(*) FROM unnest(\$1::text[]) AS t WHERE schedq.complete(t)"

@@ -164,13 +164,16 @@ while (time - $start < 30)
 {
 	$last = $node->safe_psql('postgres',
 		"SELECT t.status || '|' || t.attempts || '|' || coalesce(t.last_error, '')"
-		  . " || '|' || (SELECT count(*) FROM pg_stat_activity WHERE pid = $first)"
+		  . " || '|' || (SELECT count(*) FROM pg_locks WHERE pid = $first AND granted)"
 		  . " || '|' || (" . running_query($stubborn) . ')'
 		  . " FROM schedq.task t WHERE t.id = $t_a");
 	my ($s, $n, $e, $first_alive, $pids) = split /\|/, $last, 5;
 	$pids //= '';
 	$max_running = count_of($pids) if count_of($pids) > $max_running;
-	# the first attempt is over (taken back, retried) while its executor lives
+	# the first attempt is over (taken back, retried) while its executor
+	# still holds locks, i.e. its transaction has not rolled back yet (an
+	# executor that has rolled back may still be listed in pg_stat_activity
+	# for a moment while it exits)
 	$early = $last if $first_alive && ($s ne 'running' || $n > 1);
 	if ($s eq 'failed') { $ended = 1; last; }
 	usleep(50_000);

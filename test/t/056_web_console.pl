@@ -5,12 +5,14 @@
 #	  test/web/package-lock.json; make check installs it with npm ci):
 #	  a wrong password cannot sign in; the overview's counts change as
 #	  tasks are submitted and worked, with its charts and the scheduler;
+#	  its pending tasks by gate (run_at, a lock key, a limit, dependencies);
 #	  the task filters and keyset pages (a cursor, never an offset); a
 #	  task's payload, result and error; find by dedup key; a hostile task
 #	  kind runs no script; a workflow graph with a failed and a skipped
 #	  node; every action (pause, resume, retry, cancel, disable, enable,
-#	  set a limit) works for the admin (enable and disable keep the
-#	  schedule's owner) and is refused with the database's
+#	  run now, set a limit) works for the admin (enable and disable keep
+#	  the schedule's owner; run now again while the tick's task is live is
+#	  refused with 55006) and is refused with the database's
 #	  error for the monitor (which reads through the all_ views, without
 #	  payloads) and the submitter; a POST without the CSRF token is
 #	  refused (403); --read-only offers no action and refuses a forged

@@ -5,7 +5,9 @@
 #	  empty password is refused (400) even when PGPASSWORD or a password
 #	  file of the console's user holds it, and a role whose pg_hba.conf
 #	  line needs no password (trust) cannot sign in (401), with a generic
-#	  message; listening on 0.0.0.0, a foreign Host is refused (421) while
+#	  message; a failed sign-in is logged with the role name (and the
+#	  server's reason) escaped, so that a name holding a newline or an
+#	  escape sequence forges no log line; listening on 0.0.0.0, a foreign Host is refused (421) while
 #	  the loopback names and --allow-host names are served;
 #	  --no-sign-in refuses to start as a superuser (exit 2), and refuses
 #	  /api/logout; enabling or disabling a schedule
@@ -136,6 +138,26 @@ is($st, 401, 'a wrong password is refused (401)');
 ($st, $body) = sign_in($port, 'app', $password);
 is($st, 200, 'the right password signs in');
 like($body, qr/"user":"app"/, '... as app');
+
+# A failed sign-in is logged with the role name escaped: a name holding a
+# newline and a terminal's escape sequence forges no line of the log.
+($st, $body) = sign_in($port,
+	'evil%0Aschedqctl%3A%20warning%3A%20web%3A%20sign-in%20as%20%22ops%22%20succeeded%1B%5B2J',
+	'wrong');
+is($st, 401, 'a hostile role name is refused (401)');
+my $errlog = '';
+my $deadline = time + 30;
+while ($errlog !~ /evil/ && time < $deadline)
+{
+	sleep 0.1;
+	$errlog = slurp_file("$log.$port.err");
+}
+like($errlog,
+	qr/web: sign-in as "evil\\nschedqctl: warning: web: sign-in as \\"ops\\" succeeded\\x1b\[2J" failed: [^\n]*evil\\n/,
+	'the failed sign-in is logged, its name escaped (the server\'s reason too)');
+unlike($errlog, qr/^schedqctl: warning: web: sign-in as "ops" succeeded/m,
+	'... and forges no line');
+unlike($errlog, qr/\x1b/, '... nor writes an escape sequence');
 $web->signal('TERM');
 $web->finish;
 

@@ -25,7 +25,8 @@
 #	    reader), so \gset variables carry from block to block.  The sh
 #	    blocks run with bash -e in a scratch directory, with PGHOST,
 #	    PGPORT and PGDATABASE naming the page's database and the server's
-#	    bindir (psql, schedqctl) first on PATH.
+#	    bindir (psql, schedqctl) first on PATH, and PYTHONPATH naming
+#	    clients/python (the Python library, as if installed).
 #	  - A runnable block followed (after blank lines only) by an output
 #	    block must print exactly that: psql's output and messages (the
 #	    "psql:<stdin>:N: " prefix of an error dropped), or the shell's
@@ -167,6 +168,8 @@ sub run_sh
 				$ENV{PGPORT} = $node->port;
 				$ENV{PGDATABASE} = 'docs';
 				delete $ENV{PGUSER};
+				# The Python client library, as after pip install ./clients/python.
+				$ENV{PYTHONPATH} = "$top/clients/python";
 			},
 			IPC::Run::timeout(120));
 	};

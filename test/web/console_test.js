@@ -25,6 +25,17 @@ function psql(sql) {
     { encoding: 'utf8' }).trim().split('\n').pop();
 }
 
+// Poll a query until it returns want (or T passes).
+async function psqlUntil(sql, want) {
+  const end = Date.now() + T;
+  for (;;) {
+    const v = psql(sql);
+    if (v === want) return v;
+    if (Date.now() > end) throw new Error(sql + ': ' + v + ', not ' + want);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 let failures = 0;
 function report(name, ok, why) {
   if (ok) console.log('ok - ' + name);
@@ -154,6 +165,23 @@ async function post(page, url, body, token) {
       assert(heads.includes('done, last hour') && heads.includes('failed, last hour'), JSON.stringify(heads));
       await page.waitForSelector('#chart-rate polyline', { state: 'attached', timeout: T });
       await page.waitForSelector('#chart-latency polyline', { state: 'attached', timeout: T });
+    });
+    await check('overview: pending tasks by gate, per queue', async () => {
+      // queue locks: the second task of lock key account-1 is parked behind it
+      await waitCell(page, 'locks', 'pending_lock', 1);
+      // queue gated: one for later, one over the limit of gpu (2), one behind a dependency
+      psql("SET ROLE app; SELECT schedq.submit('later', queue => 'gated', run_at => now() + interval '1 hour')");
+      psql("SET ROLE app; SELECT schedq.submit('render-gpu', queue => 'gated', concurrency_key => 'gpu') FROM generate_series(1, 3)");
+      psql("SET ROLE app; SELECT schedq.submit('second', queue => 'gated', run_id => r, " +
+        "depends_on => ARRAY[schedq.submit('first', queue => 'gated', run_id => r)]) FROM schedq.create_run('gates') r");
+      await waitCell(page, 'gated', 'pending_time', 1);
+      await waitCell(page, 'gated', 'pending_limit', 1);
+      await waitCell(page, 'gated', 'pending_deps', 1);
+      await waitCell(page, 'gated', 'pending', 3);
+      assert(await cell(page, 'gated', 'pending_lock') === '0', 'lock key in gated');
+      assert(await cell(page, 'locks', 'pending_time') === '0', 'time in locks');
+      const heads = await page.evaluate(() => [...document.querySelectorAll('#ov-queues th')].map((x) => x.textContent));
+      assert(heads.includes('waiting: lock key') && heads.includes('waiting: dependencies'), JSON.stringify(heads));
     });
     await check('overview: the scheduler of the database shows', async () => {
       await until(page, () => /idle|promoting|reaping/.test(document.getElementById('ov-schedulers').textContent), null);
@@ -289,6 +317,18 @@ async function post(page, url, body, token) {
       await message(page, /enable nightly: done/);
       assert(psql("SELECT owner::text || ' ' || enabled FROM schedq.periodic WHERE name = 'nightly'") === 'app true', 'taken over');
     });
+    await check('action: run a schedule now, its owner; again while its task is live: refused (55006)', async () => {
+      const promised = psql("SELECT next_task_id FROM schedq.periodic WHERE name = 'weekly'");
+      const regular = psql("SELECT next_run FROM schedq.periodic WHERE name = 'weekly'");
+      await page.click('tr[data-schedule="weekly"] button[data-action="run"]');
+      await message(page, new RegExp('run weekly: done, task #' + promised));
+      await psqlUntil(`SELECT status || ' ' || periodic FROM schedq.task WHERE id = ${promised}`, 'available weekly');
+      assert(psql("SELECT next_run FROM schedq.periodic WHERE name = 'weekly'") === regular, 'the cadence moved');
+      await page.click('tr[data-schedule="weekly"] button[data-action="run"]');
+      const m = await message(page, /run weekly: the last task of periodic task "weekly" is still available \(SQLSTATE 55006\)/);
+      assert(/never overlaps itself/.test(m), m);
+      assert(psql("SELECT count(*) FROM schedq.task WHERE periodic = 'weekly'") === '1', 'a second task');
+    });
     await shot(page, 'schedules');
     await go(page, 'gates');
     await check('action: set a concurrency limit; gates show keys, limits, budgets', async () => {
@@ -344,13 +384,20 @@ async function post(page, url, body, token) {
       const csrf = await mon.evaluate(async () => (await (await fetch('/api/session')).json()).csrf);
       const id = psql("SELECT min(id) FROM schedq.task WHERE status = 'done'");
       const tries = [['retry', { id }], ['cancel', { id }], ['resume', { queue: 'alpha' }], ['limit', { key: 'smtp', max: '9' }],
-        ['disable', { name: 'nightly' }], ['enable', { name: 'nightly' }]];
+        ['disable', { name: 'nightly' }], ['enable', { name: 'nightly' }], ['run', { name: 'nightly' }]];
       for (const [a, b] of tries) {
         const r = await post(mon, '/api/action/' + a, b, csrf);
         const body = JSON.parse(r.body);
         assert(r.status === 403 && body.sqlstate === '42501' && /permission denied/.test(body.error), a + ': ' + r.body);
       }
       assert(psql("SELECT max_active FROM schedq.concurrency_limit WHERE key = 'smtp'") === '3', 'limit changed');
+    });
+    await check('the monitor: Run now refused with the database\'s error', async () => {
+      await go(mon, 'schedules');
+      await mon.click('tr[data-schedule="nightly"] button[data-action="run"]');
+      const m = await message(mon, /run nightly: permission denied/);
+      assert(/permission denied for function run_schedule_now/.test(m) && /42501/.test(m), m);
+      assert(psql("SELECT count(*) FROM schedq.task WHERE periodic = 'nightly'") === '0', 'it ran');
     });
     await check('the monitor: task detail without payload', async () => {
       await go(mon, 'tasks');
