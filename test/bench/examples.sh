@@ -136,7 +136,8 @@ else
 fi
 
 if command -v go >/dev/null && [[ -d /usr/share/gocode/src/github.com/jackc/pgx/v4 ]]; then
-	GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off \
+	mkdir -p "$TMP/gopath/src/schedq.dev" && ln -sfn "$ROOT/clients/go" "$TMP/gopath/src/schedq.dev/schedq"
+	GO111MODULE=off GOPATH="$TMP/gopath:/usr/share/gocode" GOPROXY=off \
 		go build -o "$TMP/go-worker" "$ROOT/examples/go/worker.go" || die "go build failed"
 	measure_worker go "$TMP/go-worker"
 else

@@ -23,6 +23,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use SchedqTest;
+use GoBuild;
 
 my $src = $ENV{SCHEDQ_SRCDIR};
 my $tmp = PostgreSQL::Test::Utils::tempdir;
@@ -39,16 +40,10 @@ my %worker;
 	  if $node =~ /^v(\d+)/ && $1 >= 18
 	  && -f "$src/examples/node/node_modules/pg/package.json";
 
-	my $go = `go version 2>/dev/null` // '';
-	if ($go =~ /^go version/ && -d '/usr/share/gocode/src/github.com/jackc/pgx/v4')
+	if (!go_missing())
 	{
-		local $ENV{GO111MODULE} = 'off';
-		local $ENV{GOPATH} = '/usr/share/gocode';
-		local $ENV{GOCACHE} = "$tmp/gocache";
-		local $ENV{GOPROXY} = 'off';
-		local $ENV{GOFLAGS} = '';
-		my $out = `go build -o $tmp/schedq-worker $src/examples/go/worker.go 2>&1`;
-		if ($? == 0) { $worker{go} = ["$tmp/schedq-worker"]; }
+		my ($built, $out) = go_build($tmp, "$tmp/schedq-worker", "$src/examples/go/worker.go");
+		if ($built) { $worker{go} = ["$tmp/schedq-worker"]; }
 		else { diag "go build failed:\n$out"; }
 	}
 }

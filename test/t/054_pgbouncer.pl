@@ -43,6 +43,7 @@ use Time::HiRes qw(time usleep);
 use DocBlocks;
 use SchedqTest;
 use SchedqCtl;
+use GoBuild;
 
 my ($pgbouncer) =
   grep { -x $_ } ((map { "$_/pgbouncer" } split /:/, $ENV{PATH}), '/usr/sbin/pgbouncer');
@@ -167,17 +168,11 @@ my $nodever = `node --version 2>/dev/null` // '';
 push @examples, [ 'node', [ 'node', "$ENV{SCHEDQ_SRCDIR}/examples/node/worker.js" ] ]
   if $nodever =~ /^v(\d+)/ && $1 >= 18
   && -f "$ENV{SCHEDQ_SRCDIR}/examples/node/node_modules/pg/package.json";
-my $gopath = '/usr/share/gocode';
-if (`go version 2>/dev/null` =~ /^go version/ && -d "$gopath/src/github.com/jackc/pgx/v4")
+if (!go_missing())
 {
-	local $ENV{GO111MODULE} = 'off';
-	local $ENV{GOPATH} = $gopath;
-	local $ENV{GOCACHE} = "$dir/gocache";
-	local $ENV{GOPROXY} = 'off';
-	local $ENV{GOFLAGS} = '';
-	my $out = `go build -o $dir/schedq-worker $ENV{SCHEDQ_SRCDIR}/examples/go/worker.go 2>&1`;
-	is($?, 0, '(b) go build examples/go/worker.go') or diag $out;
-	push @examples, [ 'go', ["$dir/schedq-worker"] ] if $? == 0;
+	my ($built, $out) = go_build($dir, "$dir/schedq-worker", "$ENV{SCHEDQ_SRCDIR}/examples/go/worker.go");
+	ok($built, '(b) go build examples/go/worker.go') or diag $out;
+	push @examples, [ 'go', ["$dir/schedq-worker"] ] if $built;
 }
 note '(b) example workers: ' . join(', ', map { $_->[0] } @examples);
 ok(@examples >= 1, '(b) at least one example worker can run (python3 with psycopg)');

@@ -29,6 +29,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 use SchedqTest;
+use GoBuild;
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $src = $ENV{SCHEDQ_SRCDIR};
@@ -41,17 +42,12 @@ my $nodever = `node --version 2>/dev/null` // '';
 push @examples, [ 'node', [ 'node', "$src/examples/node/worker.js" ] ]
   if $nodever =~ /^v(\d+)/ && $1 >= 18
   && -f "$src/examples/node/node_modules/pg/package.json";
-my $gopath = '/usr/share/gocode';
 my $go_built;
-if (`go version 2>/dev/null` =~ /^go version/ && -d "$gopath/src/github.com/jackc/pgx/v4")
+if (!go_missing())
 {
-	local $ENV{GO111MODULE} = 'off';
-	local $ENV{GOPATH} = $gopath;
-	local $ENV{GOCACHE} = "$dir/gocache";
-	local $ENV{GOPROXY} = 'off';
-	local $ENV{GOFLAGS} = '';
-	$go_built = `go build -o $dir/schedq-worker $src/examples/go/worker.go 2>&1`;
-	push @examples, [ 'go', ["$dir/schedq-worker"] ] if $? == 0;
+	my $built;
+	($built, $go_built) = go_build($dir, "$dir/schedq-worker", "$src/examples/go/worker.go");
+	push @examples, [ 'go', ["$dir/schedq-worker"] ] if $built;
 }
 plan skip_all => 'no example worker can run here (python3-psycopg, node 18 with npm ci, go with pgx v4)'
   unless @examples;

@@ -15,7 +15,8 @@
 #	    (postgresql.conf lines and other configuration), text (plans, log
 #	    lines, diagrams), json, yaml, c, diff, js (the Node.js library's
 #	    examples: its tests, t/091_client_node.pl, type-check them with
-#	    tsc against clients/node/index.d.ts).  A block without a language,
+#	    tsc against clients/node/index.d.ts), go (the Go library's, tested
+#	    by its own tests).  A block without a language,
 #	    or of another one (bash, shell, console, psql, ...), fails: it
 #	    would be an example that nobody runs.
 #	  - Fences start at the beginning of their line (not inside a list).
@@ -62,7 +63,7 @@ use DocBlocks;
 
 my $top = doc_top();
 my %runnable = map { $_ => 1 } qw(sql sh);
-my %inert = map { $_ => 1 } qw(output ini text json yaml c diff js);
+my %inert = map { $_ => 1 } qw(output ini text json yaml c diff js go);
 my %skip_page = (
 	'docs/reference.md' => 'the contract; 066_reference.pl checks it',
 	'CHANGELOG.md' => 'history',);
