@@ -2,8 +2,9 @@
 #-------------------------------------------------------------------------
 # test/citus/check.sh
 #	  make check-citus: schedq on a three-node Citus cluster (coordinator +
-#	  two workers on this machine), distributed as test/citus/distribute.sql
-#	  does (the prototype of docs/scale-out.md), then:
+#	  two workers on this machine), distributed by schedq.distribute()
+#	  (after its refusals: on a worker, a worker without schedq or with
+#	  another version; nothing changed), then:
 #	    1. 16 clients submit to 8 queues through the coordinator (submit is
 #	       a distributed function, delegated to the queue's node): every
 #	       task stored once, ids unique in the cluster, both workers used;
@@ -46,7 +47,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PKGLIBDIR=$("$PG_CONFIG" --pkglibdir) || { echo "check-citus: $PG_CONFIG does not run"; exit 1; }
 if [ ! -f "$PKGLIBDIR/citus.so" ]; then
 	echo "check-citus: skipped: Citus is not installed in $PKGLIBDIR"
-	echo "check-citus: build Citus v13.2.2 into this server as docs/scale-out.md says, then run make check-citus again"
+	echo "check-citus: build Citus v14.0.1 into this server as docs/scale-out.md says, then run make check-citus again"
 	exit 0
 fi
 if [ ! -f "$PKGLIBDIR/schedq.so" ]; then
@@ -117,8 +118,34 @@ if ! cluster_start >"$WORK/start.log" 2>&1; then
 	FAILED=1
 	exit 1
 fi
-cpsql coord -f "$HERE/distribute.sql" >"$WORK/distribute.log" 2>&1
-ok "schedq's tables distribute (distribute.sql)" "$?" 0
+# sqlstate NODE SQL: the SQLSTATE of the error SQL raises ("none" if none).
+sqlstate()
+{
+	local out
+	out=$(cpsql "$1" -v VERBOSITY=verbose -c "$2" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' | head -1)
+	echo "${out:-none}"
+}
+# What distribute() changes, on the coordinator: "N KEY": the schedq tables
+# Citus knows, the primary key of schedq.task.
+shape()
+{
+	q coord "SELECT (SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::regclass::text LIKE 'schedq.%')
+	         || ' ' || (SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'schedq.task'::regclass AND contype = 'p')"
+}
+ok "schedq.distribute() refuses on a worker (not the coordinator)" \
+	"$(sqlstate w1 'SELECT schedq.distribute()')" 55000
+cpsql w2 -c "SET citus.enable_ddl_propagation TO off" -c "DROP EXTENSION schedq" >>"$WORK/start.log" 2>&1
+ok "schedq.distribute() refuses while a worker lacks schedq" \
+	"$(sqlstate coord 'SELECT schedq.distribute()')" 42704
+cpsql w2 -c "SET citus.enable_ddl_propagation TO off" -c "CREATE EXTENSION schedq VERSION '1.1'" >>"$WORK/start.log" 2>&1
+ok "schedq.distribute() refuses while a worker runs another version of schedq" \
+	"$(sqlstate coord 'SELECT schedq.distribute()')" 55000
+ok "the refusals changed nothing (no table distributed, primary key (id))" "$(shape)" "0 PRIMARY KEY (id)"
+cpsql w2 -c "SET citus.enable_ddl_propagation TO off" -c "ALTER EXTENSION schedq UPDATE" >>"$WORK/start.log" 2>&1
+cpsql coord -c "SELECT schedq.distribute(shard_count => 8)" >"$WORK/distribute.log" 2>&1
+ok "schedq.distribute() on the coordinator" "$?" 0
+ok "schedq.distribute() refuses a second time" "$(sqlstate coord 'SELECT schedq.distribute()')" 42710
+ok "schedq's tables are distributed (task, four reference tables), primary key (queue, id)" "$(shape)" "5 PRIMARY KEY (queue, id)"
 ok "schedq.task is distributed by queue" \
 	"$(q coord "SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition WHERE logicalrelid = 'schedq.task'::regclass")" queue
 
