@@ -8,12 +8,13 @@
 #	    1. 16 clients submit to 8 queues through the coordinator (submit is
 #	       a distributed function, delegated to the queue's node): every
 #	       task stored once, ids unique in the cluster, both workers used;
-#	    2. 16 clients claim and complete (the router statements of
-#	       claim_complete.sql) across the 8 queues: every cycle completes
-#	       exactly one task, no task claimed twice;
+#	    2. 16 clients run schedq.claim (one queue) and schedq.complete
+#	       across the 8 queues: every cycle completes exactly one task,
+#	       no task claimed twice;
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
-#	    then prints the known limits (schedq's calls Citus refuses today);
+#	    then the claims schedq refuses on a cluster (0A000), and prints
+#	    the calls Citus still refuses;
 #	    4. schedq's own scheduler stands aside on every node (due schedules
 #	       stay enabled); the design's per-node passes (passes.sql): the
 #	       reaper of each worker takes back the tasks the restart left
@@ -23,9 +24,10 @@
 #	       held; periodic ticks from four sessions at once: each due time
 #	       fired once;
 #	    5. figures, in the same run: claim + complete cycles/s on the
-#	       cluster and on one plain server with the same statements (and
-#	       schedq's own claim/complete there), and the per-call latency of
-#	       submit through the coordinator against one server.
+#	       cluster with schedq's calls and with hand-written router
+#	       statements, and on one plain server with schedq's calls; the
+#	       per-call latency of submit through the coordinator against one
+#	       server.
 #	  Builds nothing.  Skips (exit 0) with a message when Citus is not
 #	  installed in PG_CONFIG's pkglibdir; fails when schedq is not installed.
 #
@@ -172,15 +174,15 @@ ok "submits ran on the workers (delegated): ids from the workers' ranges" \
 
 # 2. Concurrent claim + complete.
 q coord "SELECT count(schedq.submit('k', queue => 'q' || (g % 8 + 1))) FROM generate_series(1, 3200) g" >/dev/null
-pgb -p "$CITUS_PORT" -c 16 -j 2 -t 100 -f "$HERE/claim_complete.sql" >"$WORK/claim.log" 2>&1
-ok "16 clients run 1600 claim + complete cycles" "$(grep -c 'actually processed: 1600/1600' "$WORK/claim.log")" 1
+pgb -p "$CITUS_PORT" -c 16 -j 2 -t 100 -f "$HERE/schedq_claim_complete.sql" >"$WORK/claim.log" 2>&1
+ok "16 clients run 1600 cycles of schedq.claim (one queue) + schedq.complete" "$(grep -c 'actually processed: 1600/1600' "$WORK/claim.log")" 1
 ok "1600 tasks done" "$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'done'")" 1600
 ok "no task claimed twice" "$(q coord 'SELECT count(*) FROM schedq.task WHERE attempts > 1')" 0
 ok "nothing lost" "$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'available'")" 2400
 
 # 3. A worker restarted mid-load.
 before=$(q coord 'SELECT count(*) FROM schedq.task')
-pgb -p "$CITUS_PORT" -c 16 -j 2 -T 8 -f "$HERE/claim_complete.sql" >"$WORK/restart.log" 2>&1 &
+pgb -p "$CITUS_PORT" -c 16 -j 2 -T 8 -f "$HERE/schedq_claim_complete.sql" >"$WORK/restart.log" 2>&1 &
 load=$!
 sleep 3
 as_user "$CITUS_BINDIR/pg_ctl" -D "$CITUS_DIR/w2" -m immediate -w stop >/dev/null 2>&1
@@ -192,22 +194,27 @@ grep -o 'ERROR: .*' "$WORK/restart.log" | head -1 | sed 's/^/#     /'
 echo "#   left running (claimed, complete cut off; the per-node reaper, step 4a, takes them back): " \
 	"$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")"
 ok "worker 2 back after an immediate restart" "$(q w2 'SELECT 1')" 1
-pgb -p "$CITUS_PORT" -c 16 -j 2 -t 20 -f "$HERE/claim_complete.sql" >"$WORK/after.log" 2>&1
+pgb -p "$CITUS_PORT" -c 16 -j 2 -t 20 -f "$HERE/schedq_claim_complete.sql" >"$WORK/after.log" 2>&1
 ok "16 clients claim and complete again after the restart" "$(grep -c 'actually processed: 320/320' "$WORK/after.log")" 1
 ok "no committed task lost across the restart" "$(q coord 'SELECT count(*) FROM schedq.task')" "$before"
 ok "no task claimed twice across the restart" "$(q coord 'SELECT count(*) FROM schedq.task WHERE attempts > 1')" 0
 
-# Known limits (docs/scale-out.md): schedq's own calls that Citus refuses
-# today.  Printed, not counted: they are what the design would change.
+# Known limits (docs/scale-out.md): what schedq refuses on a distributed
+# schedq.task, with its SQLSTATE, and what Citus refuses still.
+ok "a claim over every queue is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w')")" 0A000
+ok "a claim over two queues is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1,q2}')")" 0A000
+ok "a claim with wait is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1}', wait => '1s')")" 0A000
 limit()
 {
 	local out
 	out=$(cpsql coord -c "$1" 2>&1 | grep -m1 -o 'ERROR: .*')
 	echo "#   known limit: $1 -> ${out:-no error}"
 }
-limit "SELECT schedq.claim('w', queues => '{q1}')"
-limit "SELECT schedq.pause_queue('q1')"
+limit "SELECT schedq.fail(token, 'x') FROM schedq.claim('w', queues => '{q1}')"
 limit "SELECT schedq.cancel(id) FROM schedq.task WHERE queue = 'q1' LIMIT 1"
+limit "SELECT schedq.pause_queue('q1')"
+limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
+limit "SELECT schedq.submit('k', queue => 'q1', dedup_key => 'd')"
 echo "#   known limit: scheduler passes failed on the nodes so far:" \
 	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed: could not create distributed plan')"
 
@@ -366,10 +373,10 @@ figure()
 	pgb -p "$port" -c "$clients" -j $((clients < 2 ? 1 : 2)) -T "$SECONDS_RUN" -f "$script" 2>&1 | tps
 }
 echo "#   claim + complete cycles/s, ${SECONDS_RUN}s each (2 shared cores: an overhead figure, not scaling)"
-echo "#   | clients | cluster, router statements | one server, same statements | one server, schedq.claim/complete |"
+echo "#   | clients | cluster, schedq.claim/complete | cluster, router statements | one server, schedq.claim/complete |"
 for c in 1 16; do
-	a=$(figure "$CITUS_PORT" "$c" "$HERE/claim_complete.sql")
-	b=$(figure "$SINGLE_PORT" "$c" "$HERE/claim_complete.sql")
+	a=$(figure "$CITUS_PORT" "$c" "$HERE/schedq_claim_complete.sql")
+	b=$(figure "$CITUS_PORT" "$c" "$HERE/claim_complete.sql")
 	s=$(figure "$SINGLE_PORT" "$c" "$HERE/schedq_claim_complete.sql")
 	echo "#   | $c | $a | $b | $s |"
 done
