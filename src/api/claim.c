@@ -37,6 +37,7 @@
 #include "store/floor.h"
 #include "store/task.h"
 #include "store/task_attempt.h"
+#include "store/task_citus.h"
 #include "store/task_claim.h"
 
 /* Where schedq.claimed_task has the token: where SchedqClaimed has run_at. */
@@ -113,9 +114,11 @@ claim_once(ClaimArgs *args)
 {
 	SchedqClaimed *rows = palloc(sizeof(SchedqClaimed) * args->req.n);
 	int			   taken;
+	bool		   distributed;
 
 	/* the floor is one server's: a distributed claim starts at its queue's head */
-	if (!schedq_task_distributed())
+	distributed = schedq_task_distributed();
+	if (!distributed)
 	{
 		schedq_floor_probe_if_due();
 		schedq_floor_get(&args->req.floor);
@@ -126,7 +129,8 @@ claim_once(ClaimArgs *args)
 	args->req.now = GetCurrentTimestamp();
 	args->req.caller = args->call->caller;
 	args->req.admin = args->call->admin;
-	taken = schedq_task_claim(&args->req, rows);
+	taken = distributed ? schedq_task_citus_claim(&args->req, rows) :
+						  schedq_task_claim(&args->req, rows);
 	if (taken > 0)
 		claim_emit(args, rows, taken);
 	pfree(rows);

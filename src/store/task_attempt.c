@@ -38,6 +38,7 @@
 #include "store/direct_int.h"
 #include "store/task.h"
 #include "store/task_attempt.h"
+#include "store/task_citus.h"
 #include "store/task_claim.h"
 
 /* What attempt_complete_direct did. */
@@ -397,7 +398,7 @@ schedq_task_attempt_complete(int64 task_id, int32 attempt, int64 nonce,
 
 	/* Citus's shell table: the statements that name the queue */
 	if (schedq_task_distributed())
-		return schedq_task_complete_citus(task_id, attempt, nonce, result,
+		return schedq_task_citus_complete(task_id, attempt, nonce, result,
 										  result_null);
 	ItemPointerSetInvalid(&hint);
 	if (slot->task_id == task_id && slot->attempt == attempt)

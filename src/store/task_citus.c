@@ -1,21 +1,21 @@
 /*-------------------------------------------------------------------------
  * store/task_citus.c
- *	  The claim on a schedq.task that Citus distributes by queue
- *	  (schedq.distribute, docs/scale-out.md).
+ *	  The claim and complete on a schedq.task that Citus distributes by
+ *	  queue (schedq.distribute, docs/scale-out.md).
  *
  * The table there is an empty shell: its rows are in shards that only
  * Citus's planner finds, so the direct writes decline (store/direct.c)
  * and every claim goes through statements Citus can route to the one
  * shard of its queue: the queue is a plain parameter compared with the
- * distribution column, in both statements of the claim (the locked
- * candidates, then the UPDATE by queue and ids).  Citus makes no
- * distributed plan of the single-server claim (its queue is an element
- * of an array; one statement over every queue is a multi-shard FOR
- * UPDATE), so what it cannot route is refused here, with a reason:
+ * distribution column (the paused flag, the locked candidates, then one
+ * UPDATE per task by queue and id).  Citus makes no distributed plan of
+ * the single-server claim (its queue is an element of an array; one
+ * statement over every queue is a multi-shard FOR UPDATE), so what it
+ * cannot route is refused here, with a reason:
  *	- a claim over several queues or every queue;
- *	- a claim by a role that is not an admin (BYPASSRLS): owners are role OIDs,
- *	  which differ from node to node, so the owner test and work grants
- *	  cannot be evaluated on the shard's node;
+ *	- a claim by a role that is not an admin (BYPASSRLS): owners are role
+ *	  OIDs, which differ from node to node, so the owner test and work
+ *	  grants cannot be evaluated on the shard's node;
  *	- a claim while budgets exist: charging one would change a reference
  *	  table, in a prepared transaction schedq refuses.
  * The claim floor is a single server's (a submit on another node does
@@ -29,9 +29,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "base/check.h"
 #include "shared/plan.h"
 #include "store/budgets.h"
 #include "store/task.h"
+#include "store/task_citus.h"
 #include "store/task_claim.h"
 
 /*
@@ -44,8 +46,8 @@ static SchedqQuery citus_paused =
 				 TEXTOID);
 
 /*
- * $1 queue, $2 n, $3 caps; then for the UPDATE $2 the ids, $4 worker,
- * $5 lease, $6 the clock, $7 the nonce, $8 and $9 each task's lease
+ * $1 queue, $2 n, $3 caps; then for the UPDATE $2 the id, $4 worker,
+ * $5 lease, $6 the clock, $7 the nonce, $8 and $9 the task's lease
  * expiry and deadline.
  */
 static SchedqQuery citus_candidates =
@@ -84,11 +86,53 @@ citus_plus(TimestampTz now, Datum i)
 }
 
 /*
+ * The queues of the attempts this backend claimed last, so that its
+ * complete, the common case, goes to the one shard without reading every
+ * shard first.  Only a hint: the UPDATE checks id, attempt, nonce and
+ * status.  Direct-mapped by task id.
+ */
+#define CITUS_CLAIMED 256
+
+typedef struct CitusClaimed
+{
+	int64 task_id;
+	int32 attempt;
+	int64 nonce;
+	char  queue[SCHEDQ_MAX_NAME_BYTES + 1];
+} CitusClaimed;
+
+static CitusClaimed citus_claimed[CITUS_CLAIMED];
+
+static CitusClaimed *
+citus_claimed_slot(int64 task_id)
+{
+	return &citus_claimed[(uint64) task_id % CITUS_CLAIMED];
+}
+
+/* Remember where a claimed task is (rows: CLAIM_RETURNING's columns). */
+static void
+citus_remember(const SchedqClaimed *row, int64 nonce)
+{
+	CitusClaimed *slot = citus_claimed_slot(DatumGetInt64(row->v[CLAIMED_ID]));
+	text		 *queue = DatumGetTextPP(row->v[CLAIMED_QUEUE]);
+	int			  len = VARSIZE_ANY_EXHDR(queue);
+
+	slot->task_id = 0;
+	if (len > SCHEDQ_MAX_NAME_BYTES)
+		return;
+	memcpy(slot->queue, VARDATA_ANY(queue), len);
+	slot->queue[len] = '\0';
+	slot->attempt = DatumGetInt32(row->v[CLAIMED_ATTEMPT]);
+	slot->nonce = nonce;
+	slot->task_id = DatumGetInt64(row->v[CLAIMED_ID]);
+}
+
+/*
  * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
  * refuses (0A000) what Citus cannot route.  Returns how many.
  */
 int
-schedq_task_claim_citus(const SchedqClaimRequest *r, SchedqClaimed *rows)
+schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 {
 	Datum		   values[9];
 	char		   nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
@@ -151,7 +195,8 @@ schedq_task_claim_citus(const SchedqClaimRequest *r, SchedqClaimed *rows)
 							SPI_OK_UPDATE_RETURNING) != 1)
 			elog(ERROR, "claimed task " INT64_FORMAT " but could not take it",
 				 DatumGetInt64(values[1]));
-		schedq_task_claimed_from_spi(1, &rows[taken++]);
+		schedq_task_claim_rows_from_spi(1, &rows[taken]);
+		citus_remember(&rows[taken++], r->nonce);
 	}
 	return taken;
 }
@@ -160,8 +205,8 @@ schedq_task_claim_citus(const SchedqClaimRequest *r, SchedqClaimed *rows)
  * Complete: the token names the task, not its queue, and an UPDATE by id
  * alone goes to every shard (a multi-shard modification, which Citus
  * serializes with every other).  So the running attempt's queue is read
- * first (a read of every shard, without locks), and the UPDATE names it:
- * one shard.  $1 id, $2 attempt, $3 nonce, $4 result, $5 queue.  The read
+ * first (a read of every shard, without locks), unless this backend
+ * claimed it (citus_claimed), and the UPDATE names it: one shard.  $1 id, $2 attempt, $3 nonce, $4 result, $5 queue.  The read
  * is planned each time with its values in the text: Citus makes no
  * generic plan of a SELECT over every shard.
  */
@@ -176,19 +221,29 @@ static SchedqQuery citus_complete =
  * schedq.task.  True when it was running and is now done.
  */
 bool
-schedq_task_complete_citus(int64 task_id, int32 attempt, int64 nonce,
+schedq_task_citus_complete(int64 task_id, int32 attempt, int64 nonce,
 						   Datum result, bool result_null)
 {
-	Datum values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
-						Int64GetDatum(nonce), result, (Datum) 0 };
-	char  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', ' ' };
-	bool  isnull;
+	Datum		  values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+								Int64GetDatum(nonce), result, (Datum) 0 };
+	char		  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', ' ' };
+	bool		  isnull;
+	CitusClaimed *slot = citus_claimed_slot(task_id);
+	char		 *sql;
 
-	char *sql =
-		psprintf("SELECT queue FROM schedq.task WHERE id = " INT64_FORMAT
-				 " AND attempts = %d AND claim_nonce = " INT64_FORMAT
-				 " AND status = 'running'",
-				 task_id, attempt, nonce);
+	if (slot->task_id == task_id && slot->attempt == attempt &&
+		slot->nonce == nonce)
+	{
+		slot->task_id = 0;
+		values[4] = CStringGetTextDatum(slot->queue);
+		if (schedq_plan_run(&citus_complete, values, nulls, 0, SPI_OK_UPDATE) ==
+			1)
+			return true;
+	}
+	sql = psprintf("SELECT queue FROM schedq.task WHERE id = " INT64_FORMAT
+				   " AND attempts = %d AND claim_nonce = " INT64_FORMAT
+				   " AND status = 'running'",
+				   task_id, attempt, nonce);
 
 	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue of task " INT64_FORMAT, task_id);

@@ -261,7 +261,7 @@ claim_params(const SchedqClaimRequest *r, Datum *values, char *nulls)
  * into rows[].
  */
 void
-schedq_task_claimed_from_spi(int n, SchedqClaimed *rows)
+schedq_task_claim_rows_from_spi(int n, SchedqClaimed *rows)
 {
 	for (int i = 0; i < n; i++)
 	{
@@ -600,9 +600,6 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 		(taken = claim_direct(r, rows)) >= 0)
 		return taken;
 
-	/* the direct claim declined or was not for this claim: is it Citus's? */
-	if (schedq_task_distributed())
-		return schedq_task_claim_citus(r, rows);
 	claim_params(r, values, nulls);
 	if (!schedq_budgets_any())
 	{
@@ -610,7 +607,7 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 
 		taken = schedq_plan_run(&claim_statement[paused][r->filter], values,
 								nulls, 0, SPI_OK_UPDATE_RETURNING);
-		schedq_task_claimed_from_spi(taken, rows);
+		schedq_task_claim_rows_from_spi(taken, rows);
 		return taken;
 	}
 
@@ -646,7 +643,7 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 	if (schedq_plan_run(&claim_take_admitted, values, nulls, 0,
 						SPI_OK_UPDATE_RETURNING) != taken)
 		elog(ERROR, "claimed %d tasks but could not take them all", taken);
-	schedq_task_claimed_from_spi(taken, rows);
+	schedq_task_claim_rows_from_spi(taken, rows);
 	return taken;
 }
 

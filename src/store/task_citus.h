@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ * store/task_citus.h
+ *	  The claim and complete on a schedq.task that Citus distributes by
+ *	  queue (schedq.distribute).  Inside a call bracket.
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCHEDQ_TASK_CITUS_H
+#define SCHEDQ_TASK_CITUS_H
+
+#include "store/task_claim.h"
+
+extern int	schedq_task_citus_claim(const SchedqClaimRequest *r,
+									SchedqClaimed			 *rows);
+extern bool schedq_task_citus_complete(int64 task_id, int32 attempt,
+									   int64 nonce, Datum result,
+									   bool result_null);
+
+#endif /* SCHEDQ_TASK_CITUS_H */
