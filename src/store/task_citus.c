@@ -217,17 +217,15 @@ static SchedqQuery citus_complete =
 				 INT8OID, INT4OID, INT8OID, JSONBOID, TEXTOID);
 
 /*
- * Complete attempt `attempt` (fenced by nonce) of a task of a distributed
- * schedq.task.  True when it was running and is now done.
+ * The queue of task task_id's running attempt `attempt` with this nonce
+ * on a distributed schedq.task: remembered if this backend claimed it,
+ * else read from every shard (planned each time, its values in the text:
+ * Citus makes no generic plan of a SELECT over every shard).  NULL when
+ * that attempt is not running.
  */
-bool
-schedq_task_citus_complete(int64 task_id, int32 attempt, int64 nonce,
-						   Datum result, bool result_null)
+char *
+schedq_task_citus_queue_of(int64 task_id, int32 attempt, int64 nonce)
 {
-	Datum		  values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
-								Int64GetDatum(nonce), result, (Datum) 0 };
-	char		  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', ' ' };
-	bool		  isnull;
 	CitusClaimed *slot = citus_claimed_slot(task_id);
 	char		 *sql;
 
@@ -235,22 +233,35 @@ schedq_task_citus_complete(int64 task_id, int32 attempt, int64 nonce,
 		slot->nonce == nonce)
 	{
 		slot->task_id = 0;
-		values[4] = CStringGetTextDatum(slot->queue);
-		if (schedq_plan_run(&citus_complete, values, nulls, 0, SPI_OK_UPDATE) ==
-			1)
-			return true;
+		return pstrdup(slot->queue);
 	}
 	sql = psprintf("SELECT queue FROM schedq.task WHERE id = " INT64_FORMAT
 				   " AND attempts = %d AND claim_nonce = " INT64_FORMAT
 				   " AND status = 'running'",
 				   task_id, attempt, nonce);
-
 	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue of task " INT64_FORMAT, task_id);
 	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * Complete attempt `attempt` (fenced by nonce) of a task of a distributed
+ * schedq.task.  True when it was running and is now done.
+ */
+bool
+schedq_task_citus_complete(int64 task_id, int32 attempt, int64 nonce,
+						   Datum result, bool result_null)
+{
+	Datum values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+						Int64GetDatum(nonce), result, (Datum) 0 };
+	char  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', ' ' };
+	char *queue = schedq_task_citus_queue_of(task_id, attempt, nonce);
+
+	if (queue == NULL)
 		return false;
-	values[4] =
-		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	values[4] = CStringGetTextDatum(queue);
 	return schedq_plan_run(&citus_complete, values, nulls, 0, SPI_OK_UPDATE) ==
 		   1;
 }

@@ -9,10 +9,12 @@
 
 #include "store/task_claim.h"
 
-extern int	schedq_task_citus_claim(const SchedqClaimRequest *r,
-									SchedqClaimed			 *rows);
-extern bool schedq_task_citus_complete(int64 task_id, int32 attempt,
-									   int64 nonce, Datum result,
-									   bool result_null);
+extern int	 schedq_task_citus_claim(const SchedqClaimRequest *r,
+									 SchedqClaimed			  *rows);
+extern bool	 schedq_task_citus_complete(int64 task_id, int32 attempt,
+										int64 nonce, Datum result,
+										bool result_null);
+extern char *schedq_task_citus_queue_of(int64 task_id, int32 attempt,
+										int64 nonce);
 
 #endif /* SCHEDQ_TASK_CITUS_H */

@@ -13,8 +13,9 @@
 #	       no task claimed twice;
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
-#	    then the claims schedq refuses on a cluster (0A000), and prints
-#	    the calls Citus still refuses;
+#	    then the claims schedq refuses on a cluster (0A000), schedq.fail
+#	    (retried at once, failed for good, pending after a back-off,
+#	    stale), and prints the calls Citus still refuses;
 #	    4. schedq's own scheduler stands aside on every node (due schedules
 #	       stay enabled); the design's per-node passes (passes.sql): the
 #	       reaper of each worker takes back the tasks the restart left
@@ -204,13 +205,26 @@ ok "no task claimed twice across the restart" "$(q coord 'SELECT count(*) FROM s
 ok "a claim over every queue is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w')")" 0A000
 ok "a claim over two queues is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1,q2}')")" 0A000
 ok "a claim with wait is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1}', wait => '1s')")" 0A000
+# fail: at once, the task is available again; the last attempt fails it
+# for good; a back-off leaves it pending (no promotion pass on the cluster).
+q coord "SELECT schedq.submit('f', queue => 'fq', max_attempts => 2)" >/dev/null
+ok "schedq.fail with retry_in 0 makes the task available again" \
+	"$(q coord "SELECT schedq.fail(token, 'x', retry_in => '0') FROM schedq.claim('w', queues => '{fq}')")" available
+ok "schedq.fail of the last attempt fails the task for good" \
+	"$(q coord "SELECT schedq.fail(token, 'y') FROM schedq.claim('w', queues => '{fq}')")" failed
+ok "the failed task: attempts 2, last_error y, finished" \
+	"$(q coord "SELECT status || ' ' || attempts || ' ' || last_error || ' ' || (finished_at IS NOT NULL) FROM schedq.task WHERE queue = 'fq'")" "failed 2 y true"
+q coord "SELECT schedq.submit('f', queue => 'fq2')" >/dev/null
+ok "schedq.fail with a back-off leaves the task pending" \
+	"$(q coord "SELECT schedq.fail(token, 'z', retry_in => '1 hour') FROM schedq.claim('w', queues => '{fq2}')")" pending
+ok "a stale token's fail changes nothing" \
+	"$(q coord "SELECT schedq.fail(token, 'w') FROM schedq.claim('w', queues => '{q1}') c, LATERAL (SELECT schedq.complete(c.token)) d")" stale
 limit()
 {
 	local out
 	out=$(cpsql coord -c "$1" 2>&1 | grep -m1 -o 'ERROR: .*')
 	echo "#   known limit: $1 -> ${out:-no error}"
 }
-limit "SELECT schedq.fail(token, 'x') FROM schedq.claim('w', queues => '{q1}')"
 limit "SELECT schedq.cancel(id) FROM schedq.task WHERE queue = 'q1' LIMIT 1"
 limit "SELECT schedq.pause_queue('q1')"
 limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
