@@ -247,6 +247,24 @@ schedq_task_citus_queue_of(int64 task_id, int32 attempt, int64 nonce)
 }
 
 /*
+ * The queue of task task_id whatever its status, read from every shard
+ * (as above); NULL when there is no such task.
+ */
+char *
+schedq_task_citus_queue_of_task(int64 task_id)
+{
+	char *sql =
+		psprintf("SELECT queue FROM schedq.task WHERE id = " INT64_FORMAT,
+				 task_id);
+
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the queue of task " INT64_FORMAT, task_id);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
  * Complete attempt `attempt` (fenced by nonce) of a task of a distributed
  * schedq.task.  True when it was running and is now done.
  */

@@ -16,5 +16,6 @@ extern bool	 schedq_task_citus_complete(int64 task_id, int32 attempt,
 										bool result_null);
 extern char *schedq_task_citus_queue_of(int64 task_id, int32 attempt,
 										int64 nonce);
+extern char *schedq_task_citus_queue_of_task(int64 task_id);
 
 #endif /* SCHEDQ_TASK_CITUS_H */

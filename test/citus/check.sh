@@ -15,7 +15,8 @@
 #	       shutdown): no committed task lost, none done twice;
 #	    then the claims schedq refuses on a cluster (0A000), schedq.fail
 #	    (retried at once, failed for good, pending after a back-off,
-#	    stale), and prints the calls Citus still refuses;
+#	    stale), schedq.cancel (retry refused), and prints the calls Citus
+#	    still refuses;
 #	    4. schedq's own scheduler stands aside on every node (due schedules
 #	       stay enabled); the design's per-node passes (passes.sql): the
 #	       reaper of each worker takes back the tasks the restart left
@@ -219,13 +220,21 @@ ok "schedq.fail with a back-off leaves the task pending" \
 	"$(q coord "SELECT schedq.fail(token, 'z', retry_in => '1 hour') FROM schedq.claim('w', queues => '{fq2}')")" pending
 ok "a stale token's fail changes nothing" \
 	"$(q coord "SELECT schedq.fail(token, 'w') FROM schedq.claim('w', queues => '{q1}') c, LATERAL (SELECT schedq.complete(c.token)) d")" stale
+# cancel: a running task is canceled once, and its worker's complete then
+# changes nothing; retry is refused.
+tok=$(q coord "SELECT token FROM schedq.claim('w', queues => '{q2}')")
+cid=$(q coord "SELECT id FROM schedq.task WHERE queue = 'q2' AND status = 'running' ORDER BY started_at DESC LIMIT 1")
+ok "schedq.cancel of a running task, then again" \
+	"$(q coord "SELECT schedq.cancel($cid) || ' ' || schedq.cancel($cid)")" "true false"
+ok "the canceled task's complete changes nothing" "$(q coord "SELECT schedq.complete('$tok')")" f
+ok "the task is canceled" "$(q coord "SELECT status FROM schedq.task WHERE id = $cid")" canceled
+ok "schedq.retry is refused (0A000)" "$(sqlstate coord "SELECT schedq.retry($cid)")" 0A000
 limit()
 {
 	local out
 	out=$(cpsql coord -c "$1" 2>&1 | grep -m1 -o 'ERROR: .*')
 	echo "#   known limit: $1 -> ${out:-no error}"
 }
-limit "SELECT schedq.cancel(id) FROM schedq.task WHERE queue = 'q1' LIMIT 1"
 limit "SELECT schedq.pause_queue('q1')"
 limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
 limit "SELECT schedq.submit('k', queue => 'q1', dedup_key => 'd')"
