@@ -707,6 +707,116 @@ RETURNS integer
 LANGUAGE c VOLATILE STRICT
 AS 'MODULE_PATHNAME', 'schedq_reap_once';
 
+-- distribute: turn this database's schedq into a distributed one on a
+-- Citus cluster (docs/scale-out.md).  Run on the coordinator by a
+-- superuser, after CREATE EXTENSION schedq on every node.  Everything it
+-- needs of Citus it calls by name at run time: schedq does not depend on
+-- Citus, and on a server without it the function refuses and changes
+-- nothing.
+CREATE FUNCTION schedq.distribute(shard_count integer DEFAULT 32)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $distribute$
+DECLARE
+	mine text;
+	bad text;
+	nodes integer;
+BEGIN
+	IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+		RAISE EXCEPTION 'schedq.distribute must be run by a superuser'
+			USING ERRCODE = '42501';
+	END IF;
+	IF shard_count IS NULL THEN
+		RAISE EXCEPTION 'shard_count must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	IF shard_count < 1 OR shard_count > 64000 THEN
+		RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count
+			USING ERRCODE = '22023';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'schedq.distribute needs Citus, which is not installed in database "%"',
+			current_database()
+			USING ERRCODE = '55000',
+				  HINT = 'On a Citus coordinator, CREATE EXTENSION citus comes first; on one server schedq needs nothing more.';
+	END IF;
+	EXECUTE 'SELECT citus_is_coordinator()' INTO STRICT bad;
+	IF bad IS DISTINCT FROM 'true' THEN
+		RAISE EXCEPTION 'schedq.distribute must run on the Citus coordinator'
+			USING ERRCODE = '55000',
+				  HINT = 'Connect to the coordinator, register it with citus_set_coordinator_host, and run it there.';
+	END IF;
+	IF EXISTS (SELECT FROM pg_dist_partition
+				WHERE logicalrelid = 'schedq.task'::regclass) THEN
+		RAISE EXCEPTION 'schedq is already distributed in database "%"', current_database()
+			USING ERRCODE = '42710';
+	END IF;
+	-- Every node runs this version of schedq.
+	SELECT extversion INTO STRICT mine FROM pg_extension WHERE extname = 'schedq';
+	EXECUTE $q$
+		SELECT string_agg(format('%s (%s)',
+								 coalesce(n.nodename || ':' || n.nodeport, 'this node'),
+								 CASE WHEN NOT r.success THEN 'unreachable: ' || r.result
+									  WHEN r.result = '' THEN 'schedq is not installed'
+									  ELSE 'schedq ' || r.result END), ', '
+						  ORDER BY r.nodeid)
+							FILTER (WHERE NOT r.success OR r.result IS DISTINCT FROM $1),
+			   count(*) FILTER (WHERE r.success AND r.result = '')
+		  FROM run_command_on_all_nodes(
+				 $c$SELECT coalesce((SELECT extversion FROM pg_extension
+									  WHERE extname = 'schedq'), '')$c$) r
+		  LEFT JOIN pg_dist_node n USING (nodeid)$q$
+		INTO bad, nodes USING mine;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'schedq.distribute needs schedq % on every node: %', mine, bad
+			USING ERRCODE = CASE WHEN nodes > 0 THEN '42704' ELSE '55000' END,
+				  HINT = 'On each node: CREATE EXTENSION schedq (or ALTER EXTENSION schedq UPDATE) with citus.enable_ddl_propagation off.';
+	END IF;
+
+	-- Task and run ids unique in the cluster: each node (group) numbers
+	-- from its own range of 2^48, as Citus does for its own sequences.
+	EXECUTE $q$
+		SELECT count(*) FILTER (WHERE NOT success), string_agg(result, '; ') FILTER (WHERE NOT success)
+		  FROM run_command_on_all_nodes(
+				 'SELECT setval(''schedq.task_id_seq'', greatest((SELECT groupid::bigint << 48 FROM pg_dist_local_group) + 1, (SELECT last_value FROM schedq.task_id_seq)))::text
+						 || '' '' || setval(''schedq.run_id_seq'', greatest((SELECT groupid::bigint << 48 FROM pg_dist_local_group) + 1, (SELECT last_value FROM schedq.run_id_seq)))')$q$
+		INTO nodes, bad;
+	IF nodes > 0 THEN
+		RAISE EXCEPTION 'schedq.distribute could not give every node its id range: %', bad
+			USING ERRCODE = '08006';
+	END IF;
+	SELECT count(*) INTO nodes FROM pg_dist_node WHERE isactive AND noderole = 'primary';
+
+	-- The trigger on schedq.queue and schedq.task are schedq's own.
+	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+	-- The small tables: one copy on every node.
+	EXECUTE 'SELECT create_reference_table(''schedq.queue'')';
+	EXECUTE 'SELECT create_reference_table(''schedq.concurrency_limit'')';
+	EXECUTE 'SELECT create_reference_table(''schedq.budget'')';
+	EXECUTE 'SELECT create_reference_table(''schedq.periodic'')';
+
+	-- The task table, by queue.  Citus accepts no unique index without the
+	-- distribution column: the primary key becomes (queue, id), id keeps an
+	-- index of its own, and dedup keys are unique per (owner, queue).
+	ALTER TABLE schedq.task DROP CONSTRAINT task_pkey;
+	ALTER TABLE schedq.task ADD PRIMARY KEY (queue, id);
+	CREATE INDEX task_id_idx ON schedq.task (id);
+	DROP INDEX schedq.task_dedup_idx;
+	CREATE UNIQUE INDEX task_dedup_idx ON schedq.task (owner, dedup_key, queue)
+		WHERE dedup_key IS NOT NULL AND status IN ('pending', 'available', 'running');
+	EXECUTE format('SELECT create_distributed_table(''schedq.task'', ''queue'', shard_count => %s)',
+				   shard_count);
+
+	-- submit runs on the node that holds its queue's shard.
+	EXECUTE $q$SELECT create_distributed_function(
+		'schedq.submit(text,jsonb,text,integer,timestamptz,integer,interval,text,bigint,text,text[],text[],numeric,bigint,bigint[],text)',
+		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
+	RETURN nodes;
+END
+$distribute$;
+COMMENT ON FUNCTION schedq.distribute IS 'distribute schedq over a Citus cluster: run once on the coordinator; returns the number of nodes';
+REVOKE ALL ON FUNCTION schedq.distribute FROM PUBLIC;
+
 --
 -- Privileges: PUBLIC gets nothing.  See the README for the GRANTs that make
 -- a role a submitter, a worker or an admin.

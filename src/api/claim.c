@@ -37,6 +37,7 @@
 #include "store/floor.h"
 #include "store/task.h"
 #include "store/task_attempt.h"
+#include "store/task_citus.h"
 #include "store/task_claim.h"
 
 /* Where schedq.claimed_task has the token: where SchedqClaimed has run_at. */
@@ -113,16 +114,23 @@ claim_once(ClaimArgs *args)
 {
 	SchedqClaimed *rows = palloc(sizeof(SchedqClaimed) * args->req.n);
 	int			   taken;
+	bool		   distributed;
 
-	schedq_floor_probe_if_due();
-	schedq_floor_get(&args->req.floor);
+	/* the floor is one server's: a distributed claim starts at its queue's head */
+	distributed = schedq_task_distributed();
+	if (!distributed)
+	{
+		schedq_floor_probe_if_due();
+		schedq_floor_get(&args->req.floor);
+	}
 	/* drawn anew by every look: a claim that rolls back leaves it unused */
 	args->req.nonce = (int64) pg_prng_uint64(&pg_global_prng_state);
 	/* the clock, not now(): a claim may have waited */
 	args->req.now = GetCurrentTimestamp();
 	args->req.caller = args->call->caller;
 	args->req.admin = args->call->admin;
-	taken = schedq_task_claim(&args->req, rows);
+	taken = distributed ? schedq_task_citus_claim(&args->req, rows) :
+						  schedq_task_claim(&args->req, rows);
 	if (taken > 0)
 		claim_emit(args, rows, taken);
 	pfree(rows);
@@ -283,6 +291,12 @@ schedq_claim(PG_FUNCTION_ARGS)
 				"claim with wait requires the READ COMMITTED isolation level"),
 			errdetail(
 				"A transaction snapshot would never see tasks that become available while waiting."));
+
+	/* wake-ups are one server's: a submit on another node would not wake it */
+	if (args.wait_us > 0 && schedq_task_distributed())
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, claim does not wait"),
+				errhint("Claim without wait, and poll."));
 
 	/* a claim that may wait says why it cannot, rather than its UPDATE's error */
 	if (args.wait_us > 0)

@@ -38,6 +38,8 @@
 #include "store/direct_int.h"
 #include "store/task.h"
 #include "store/task_attempt.h"
+#include "store/task_citus.h"
+#include "store/task_claim.h"
 
 /* What attempt_complete_direct did. */
 typedef enum SchedqDirectOutcome
@@ -88,6 +90,35 @@ static SchedqQuery q_fail_lock =
 				 "   AND ($3::bigint IS NULL OR claim_nonce = $3)"
 				 " FOR UPDATE",
 				 INT8OID, INT4OID, INT8OID);
+/*
+ * fail's statements on a schedq.task that Citus distributes: each names
+ * the queue ($4 or $5, a plain parameter), so that Citus routes it to one
+ * shard, and the retry's run_at is computed here ($3): Citus 14.0.1's
+ * generic plan of a one-shard UPDATE that computes a value from a
+ * parameter fails its own assertion (store/task_citus.c).
+ */
+static SchedqQuery q_fail_lock_citus =
+	SCHEDQ_QUERY("SELECT attempts - retry_base >= max_attempts,"
+				 "       attempts - retry_base," TASK_UNGATED_SQL ","
+				 "       queue, required_caps"
+				 " FROM schedq.task"
+				 " WHERE queue = $4 AND id = $1 AND attempts = $2"
+				 "   AND status = 'running' AND claim_nonce = $3"
+				 " FOR UPDATE",
+				 INT8OID, INT4OID, INT8OID, TEXTOID);
+static SchedqQuery q_fail_final_citus =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'failed', last_error = $2,"
+				 "     finished_at = now()"
+				 " WHERE queue = $3 AND id = $1",
+				 INT8OID, TEXTOID, TEXTOID);
+static SchedqQuery q_fail_retry_citus =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = $4, last_error = $2, run_at = $3,"
+				 "     claimed_by = NULL, lease_expires_at = NULL,"
+				 "     deadline = NULL"
+				 " WHERE queue = $5 AND id = $1",
+				 INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID);
 static SchedqQuery q_fail_final =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET status = 'failed', last_error = $2,"
@@ -394,6 +425,10 @@ schedq_task_attempt_complete(int64 task_id, int32 attempt, int64 nonce,
 						Int64GetDatum(nonce), result, (Datum) 0 };
 	char  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', 'n' };
 
+	/* Citus's shell table: the statements that name the queue */
+	if (schedq_task_distributed())
+		return schedq_task_citus_complete(task_id, attempt, nonce, result,
+										  result_null);
 	ItemPointerSetInvalid(&hint);
 	if (slot->task_id == task_id && slot->attempt == attempt)
 	{
@@ -436,6 +471,16 @@ attempt_backoff_usecs(int32 used)
 					(0.75 + 0.5 * pg_prng_double(&pg_global_prng_state)));
 }
 
+/* usecs microseconds as an interval (make_interval(secs => usecs / 1e6)) */
+static Interval *
+attempt_usecs_interval(int64 usecs)
+{
+	Interval *i = palloc0(sizeof(Interval));
+
+	i->time = usecs;
+	return i;
+}
+
 /*
  * Fail attempt `attempt` of a task (nonce: the claim's, or NULL for any):
  * retry it after retry_us (or the backoff, when retry_us is negative)
@@ -447,8 +492,9 @@ SchedqFailOutcome
 schedq_task_attempt_fail(int64 task_id, int32 attempt, const int64 *nonce,
 						 const char *error, int64 retry_us, bool permanent)
 {
-	Datum	  values[4];
-	char	  nulls[3] = { ' ', ' ', nonce ? ' ' : 'n' };
+	Datum	  values[5];
+	char	  nulls[4] = { ' ', ' ', nonce ? ' ' : 'n', ' ' };
+	char	 *queue = NULL;
 	HeapTuple tuple;
 	TupleDesc desc;
 	bool	  isnull;
@@ -460,7 +506,16 @@ schedq_task_attempt_fail(int64 task_id, int32 attempt, const int64 *nonce,
 	values[0] = Int64GetDatum(task_id);
 	values[1] = Int32GetDatum(attempt);
 	values[2] = nonce ? Int64GetDatum(*nonce) : (Datum) 0;
-	if (schedq_plan_run(&q_fail_lock, values, nulls, 0, SPI_OK_SELECT) == 0)
+	/* Citus's shell table: the statements that name the queue */
+	if (nonce != NULL && schedq_task_distributed())
+	{
+		queue = schedq_task_citus_queue_of(task_id, attempt, *nonce);
+		if (queue == NULL)
+			return FAIL_STALE;
+		values[3] = CStringGetTextDatum(queue);
+	}
+	if (schedq_plan_run(queue ? &q_fail_lock_citus : &q_fail_lock, values,
+						nulls, 0, SPI_OK_SELECT) == 0)
 		return FAIL_STALE;
 
 	tuple = SPI_tuptable->vals[0];
@@ -472,7 +527,9 @@ schedq_task_attempt_fail(int64 task_id, int32 attempt, const int64 *nonce,
 	values[1] = CStringGetTextDatum(error);
 	if (permanent || exhausted)
 	{
-		schedq_plan_run(&q_fail_final, values, NULL, 0, SPI_OK_UPDATE);
+		values[2] = queue ? CStringGetTextDatum(queue) : (Datum) 0;
+		schedq_plan_run(queue ? &q_fail_final_citus : &q_fail_final, values,
+						NULL, 0, SPI_OK_UPDATE);
 		schedq_metrics_count(METRIC_TASKS_FAILED, 1);
 		return FAIL_FINAL;
 	}
@@ -495,7 +552,19 @@ schedq_task_attempt_fail(int64 task_id, int32 attempt, const int64 *nonce,
 	values[3] = CStringGetTextDatum(
 		schedq_task_status_names[delay == 0 && ungated ? TASK_AVAILABLE :
 														 TASK_PENDING]);
-	schedq_plan_run(&q_fail_retry, values, NULL, 0, SPI_OK_UPDATE);
+	if (queue)
+	{
+		values[2] =
+			DirectFunctionCall2(timestamptz_pl_interval,
+								TimestampTzGetDatum(
+									GetCurrentTransactionStartTimestamp()),
+								IntervalPGetDatum(
+									attempt_usecs_interval(delay)));
+		values[4] = CStringGetTextDatum(queue);
+		schedq_plan_run(&q_fail_retry_citus, values, NULL, 0, SPI_OK_UPDATE);
+	}
+	else
+		schedq_plan_run(&q_fail_retry, values, NULL, 0, SPI_OK_UPDATE);
 	schedq_metrics_count(METRIC_TASKS_RETRIED, 1);
 	return delay == 0 && ungated ? FAIL_RETRY_NOW : FAIL_RETRY;
 }

@@ -260,8 +260,8 @@ claim_params(const SchedqClaimRequest *r, Datum *values, char *nulls)
  * The n rows of SPI_tuptable (claimed tasks, CLAIM_RETURNING's columns)
  * into rows[].
  */
-static void
-claim_rows_from_spi(int n, SchedqClaimed *rows)
+void
+schedq_task_claim_rows_from_spi(int n, SchedqClaimed *rows)
 {
 	for (int i = 0; i < n; i++)
 	{
@@ -607,7 +607,7 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 
 		taken = schedq_plan_run(&claim_statement[paused][r->filter], values,
 								nulls, 0, SPI_OK_UPDATE_RETURNING);
-		claim_rows_from_spi(taken, rows);
+		schedq_task_claim_rows_from_spi(taken, rows);
 		return taken;
 	}
 
@@ -643,7 +643,7 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 	if (schedq_plan_run(&claim_take_admitted, values, nulls, 0,
 						SPI_OK_UPDATE_RETURNING) != taken)
 		elog(ERROR, "claimed %d tasks but could not take them all", taken);
-	claim_rows_from_spi(taken, rows);
+	schedq_task_claim_rows_from_spi(taken, rows);
 	return taken;
 }
 

@@ -52,11 +52,13 @@ typedef struct SchedqClaimed
 /* The columns of SchedqClaimed. */
 #define CLAIMED_ID				 0
 #define CLAIMED_ATTEMPT			 1
+#define CLAIMED_QUEUE			 2
 #define CLAIMED_PRIORITY		 5
 #define CLAIMED_LEASE_EXPIRES_AT 7
 #define CLAIMED_RUN_AT			 8
 
 extern int	schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows);
+extern void schedq_task_claim_rows_from_spi(int n, SchedqClaimed *rows);
 extern bool schedq_task_claim_look(const SchedqClaimRequest *r);
 extern bool schedq_task_claim_still_there(const SchedqWakeTask *wake);
 extern int	schedq_task_claim_sql_ready(int limit);

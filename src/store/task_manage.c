@@ -18,6 +18,7 @@
 #include "shared/plan.h"
 #include "shared/wake.h"
 #include "store/task.h"
+#include "store/task_citus.h"
 #include "store/task_manage.h"
 
 static SchedqQuery q_lock_task =
@@ -47,6 +48,24 @@ static SchedqQuery q_retry =
 				 INT8OID);
 
 /*
+ * On a schedq.task that Citus distributes: the same lock and cancel,
+ * naming the task's queue ($2), read first (store/task_citus.c), so that
+ * each goes to one shard.
+ */
+static SchedqQuery q_lock_task_citus =
+	SCHEDQ_QUERY("SELECT status, owner::oid FROM schedq.task"
+				 " WHERE queue = $2 AND id = $1 FOR UPDATE",
+				 INT8OID, TEXTOID);
+static SchedqQuery q_cancel_citus =
+	SCHEDQ_QUERY("UPDATE schedq.task"
+				 " SET status = 'canceled', finished_at = now()"
+				 " WHERE queue = $2 AND id = $1",
+				 INT8OID, TEXTOID);
+
+/* The queue of the task the last schedq_task_manage_lock locked on Citus. */
+static Datum manage_queue;
+
+/*
  * Lock a task row and check that the caller may act on it.  Returns false
  * when there is no such task, else sets *status.
  */
@@ -54,10 +73,29 @@ bool
 schedq_task_manage_lock(SchedqCall *call, Datum task_id,
 						SchedqTaskStatus *status)
 {
-	bool isnull;
-	Oid	 owner;
+	bool  isnull;
+	Oid	  owner;
+	Datum values[2] = { task_id, (Datum) 0 };
+	char *queue;
 
-	if (schedq_plan_run(&q_lock_task, &task_id, NULL, 0, SPI_OK_SELECT) == 0)
+	manage_queue = (Datum) 0;
+	if (schedq_task_distributed())
+	{
+		/* owners are OIDs, which differ from node to node */
+		if (!call->admin)
+			ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("on a distributed schedq, only an admin (a role "
+						   "with BYPASSRLS) may cancel or retry a task"));
+		queue = schedq_task_citus_queue_of_task(DatumGetInt64(task_id));
+		if (queue == NULL)
+			return false;
+		values[1] = manage_queue = CStringGetTextDatum(queue);
+		if (schedq_plan_run(&q_lock_task_citus, values, NULL, 0,
+							SPI_OK_SELECT) == 0)
+			return false;
+	}
+	else if (schedq_plan_run(&q_lock_task, &task_id, NULL, 0, SPI_OK_SELECT) ==
+			 0)
 		return false;
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 2, &isnull));
@@ -79,7 +117,12 @@ schedq_task_manage_lock(SchedqCall *call, Datum task_id,
 void
 schedq_task_manage_cancel(Datum task_id)
 {
-	schedq_plan_run(&q_cancel, &task_id, NULL, 0, SPI_OK_UPDATE);
+	Datum values[2] = { task_id, manage_queue };
+
+	if (manage_queue != (Datum) 0)
+		schedq_plan_run(&q_cancel_citus, values, NULL, 0, SPI_OK_UPDATE);
+	else
+		schedq_plan_run(&q_cancel, &task_id, NULL, 0, SPI_OK_UPDATE);
 }
 
 /*
@@ -92,6 +135,11 @@ schedq_task_manage_retry(Datum task_id)
 {
 	HeapTuple tuple;
 
+	/* its dedup check joins schedq.task with itself, across shards */
+	if (manage_queue != (Datum) 0)
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, retry is not supported"),
+				errhint("Submit the task again."));
 	if (schedq_plan_run(&q_retry_dedup, &task_id, NULL, 1, SPI_OK_SELECT) > 0)
 		ereport(ERROR, errcode(ERRCODE_UNIQUE_VIOLATION),
 				errmsg("cannot retry task " INT64_FORMAT

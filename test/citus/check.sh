@@ -2,17 +2,21 @@
 #-------------------------------------------------------------------------
 # test/citus/check.sh
 #	  make check-citus: schedq on a three-node Citus cluster (coordinator +
-#	  two workers on this machine), distributed as test/citus/distribute.sql
-#	  does (the prototype of docs/scale-out.md), then:
+#	  two workers on this machine), distributed by schedq.distribute()
+#	  (after its refusals: on a worker, a worker without schedq or with
+#	  another version; nothing changed), then:
 #	    1. 16 clients submit to 8 queues through the coordinator (submit is
 #	       a distributed function, delegated to the queue's node): every
 #	       task stored once, ids unique in the cluster, both workers used;
-#	    2. 16 clients claim and complete (the router statements of
-#	       claim_complete.sql) across the 8 queues: every cycle completes
-#	       exactly one task, no task claimed twice;
+#	    2. 16 clients run schedq.claim (one queue) and schedq.complete
+#	       across the 8 queues: every cycle completes exactly one task,
+#	       no task claimed twice;
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
-#	    then prints the known limits (schedq's calls Citus refuses today);
+#	    then the claims schedq refuses on a cluster (0A000), schedq.fail
+#	    (retried at once, failed for good, pending after a back-off,
+#	    stale), schedq.cancel (retry refused), and prints the calls Citus
+#	    still refuses;
 #	    4. schedq's own scheduler stands aside on every node (due schedules
 #	       stay enabled); the design's per-node passes (passes.sql): the
 #	       reaper of each worker takes back the tasks the restart left
@@ -22,9 +26,10 @@
 #	       held; periodic ticks from four sessions at once: each due time
 #	       fired once;
 #	    5. figures, in the same run: claim + complete cycles/s on the
-#	       cluster and on one plain server with the same statements (and
-#	       schedq's own claim/complete there), and the per-call latency of
-#	       submit through the coordinator against one server.
+#	       cluster with schedq's calls and with hand-written router
+#	       statements, and on one plain server with schedq's calls; the
+#	       per-call latency of submit through the coordinator against one
+#	       server.
 #	  Builds nothing.  Skips (exit 0) with a message when Citus is not
 #	  installed in PG_CONFIG's pkglibdir; fails when schedq is not installed.
 #
@@ -46,7 +51,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PKGLIBDIR=$("$PG_CONFIG" --pkglibdir) || { echo "check-citus: $PG_CONFIG does not run"; exit 1; }
 if [ ! -f "$PKGLIBDIR/citus.so" ]; then
 	echo "check-citus: skipped: Citus is not installed in $PKGLIBDIR"
-	echo "check-citus: build Citus v13.2.2 into this server as docs/scale-out.md says, then run make check-citus again"
+	echo "check-citus: build Citus v14.0.1 into this server as docs/scale-out.md says, then run make check-citus again"
 	exit 0
 fi
 if [ ! -f "$PKGLIBDIR/schedq.so" ]; then
@@ -117,8 +122,34 @@ if ! cluster_start >"$WORK/start.log" 2>&1; then
 	FAILED=1
 	exit 1
 fi
-cpsql coord -f "$HERE/distribute.sql" >"$WORK/distribute.log" 2>&1
-ok "schedq's tables distribute (distribute.sql)" "$?" 0
+# sqlstate NODE SQL: the SQLSTATE of the error SQL raises ("none" if none).
+sqlstate()
+{
+	local out
+	out=$(cpsql "$1" -v VERBOSITY=verbose -c "$2" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' | head -1)
+	echo "${out:-none}"
+}
+# What distribute() changes, on the coordinator: "N KEY": the schedq tables
+# Citus knows, the primary key of schedq.task.
+shape()
+{
+	q coord "SELECT (SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::regclass::text LIKE 'schedq.%')
+	         || ' ' || (SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'schedq.task'::regclass AND contype = 'p')"
+}
+ok "schedq.distribute() refuses on a worker (not the coordinator)" \
+	"$(sqlstate w1 'SELECT schedq.distribute()')" 55000
+cpsql w2 -c "SET citus.enable_ddl_propagation TO off" -c "DROP EXTENSION schedq" >>"$WORK/start.log" 2>&1
+ok "schedq.distribute() refuses while a worker lacks schedq" \
+	"$(sqlstate coord 'SELECT schedq.distribute()')" 42704
+cpsql w2 -c "SET citus.enable_ddl_propagation TO off" -c "CREATE EXTENSION schedq VERSION '1.1'" >>"$WORK/start.log" 2>&1
+ok "schedq.distribute() refuses while a worker runs another version of schedq" \
+	"$(sqlstate coord 'SELECT schedq.distribute()')" 55000
+ok "the refusals changed nothing (no table distributed, primary key (id))" "$(shape)" "0 PRIMARY KEY (id)"
+cpsql w2 -c "SET citus.enable_ddl_propagation TO off" -c "ALTER EXTENSION schedq UPDATE" >>"$WORK/start.log" 2>&1
+cpsql coord -c "SELECT schedq.distribute(shard_count => 8)" >"$WORK/distribute.log" 2>&1
+ok "schedq.distribute() on the coordinator" "$?" 0
+ok "schedq.distribute() refuses a second time" "$(sqlstate coord 'SELECT schedq.distribute()')" 42710
+ok "schedq's tables are distributed (task, four reference tables), primary key (queue, id)" "$(shape)" "5 PRIMARY KEY (queue, id)"
 ok "schedq.task is distributed by queue" \
 	"$(q coord "SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition WHERE logicalrelid = 'schedq.task'::regclass")" queue
 
@@ -145,15 +176,15 @@ ok "submits ran on the workers (delegated): ids from the workers' ranges" \
 
 # 2. Concurrent claim + complete.
 q coord "SELECT count(schedq.submit('k', queue => 'q' || (g % 8 + 1))) FROM generate_series(1, 3200) g" >/dev/null
-pgb -p "$CITUS_PORT" -c 16 -j 2 -t 100 -f "$HERE/claim_complete.sql" >"$WORK/claim.log" 2>&1
-ok "16 clients run 1600 claim + complete cycles" "$(grep -c 'actually processed: 1600/1600' "$WORK/claim.log")" 1
+pgb -p "$CITUS_PORT" -c 16 -j 2 -t 100 -f "$HERE/schedq_claim_complete.sql" >"$WORK/claim.log" 2>&1
+ok "16 clients run 1600 cycles of schedq.claim (one queue) + schedq.complete" "$(grep -c 'actually processed: 1600/1600' "$WORK/claim.log")" 1
 ok "1600 tasks done" "$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'done'")" 1600
 ok "no task claimed twice" "$(q coord 'SELECT count(*) FROM schedq.task WHERE attempts > 1')" 0
 ok "nothing lost" "$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'available'")" 2400
 
 # 3. A worker restarted mid-load.
 before=$(q coord 'SELECT count(*) FROM schedq.task')
-pgb -p "$CITUS_PORT" -c 16 -j 2 -T 8 -f "$HERE/claim_complete.sql" >"$WORK/restart.log" 2>&1 &
+pgb -p "$CITUS_PORT" -c 16 -j 2 -T 8 -f "$HERE/schedq_claim_complete.sql" >"$WORK/restart.log" 2>&1 &
 load=$!
 sleep 3
 as_user "$CITUS_BINDIR/pg_ctl" -D "$CITUS_DIR/w2" -m immediate -w stop >/dev/null 2>&1
@@ -165,22 +196,48 @@ grep -o 'ERROR: .*' "$WORK/restart.log" | head -1 | sed 's/^/#     /'
 echo "#   left running (claimed, complete cut off; the per-node reaper, step 4a, takes them back): " \
 	"$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")"
 ok "worker 2 back after an immediate restart" "$(q w2 'SELECT 1')" 1
-pgb -p "$CITUS_PORT" -c 16 -j 2 -t 20 -f "$HERE/claim_complete.sql" >"$WORK/after.log" 2>&1
+pgb -p "$CITUS_PORT" -c 16 -j 2 -t 20 -f "$HERE/schedq_claim_complete.sql" >"$WORK/after.log" 2>&1
 ok "16 clients claim and complete again after the restart" "$(grep -c 'actually processed: 320/320' "$WORK/after.log")" 1
 ok "no committed task lost across the restart" "$(q coord 'SELECT count(*) FROM schedq.task')" "$before"
 ok "no task claimed twice across the restart" "$(q coord 'SELECT count(*) FROM schedq.task WHERE attempts > 1')" 0
 
-# Known limits (docs/scale-out.md): schedq's own calls that Citus refuses
-# today.  Printed, not counted: they are what the design would change.
+# Known limits (docs/scale-out.md): what schedq refuses on a distributed
+# schedq.task, with its SQLSTATE, and what Citus refuses still.
+ok "a claim over every queue is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w')")" 0A000
+ok "a claim over two queues is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1,q2}')")" 0A000
+ok "a claim with wait is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1}', wait => '1s')")" 0A000
+# fail: at once, the task is available again; the last attempt fails it
+# for good; a back-off leaves it pending (no promotion pass on the cluster).
+q coord "SELECT schedq.submit('f', queue => 'fq', max_attempts => 2)" >/dev/null
+ok "schedq.fail with retry_in 0 makes the task available again" \
+	"$(q coord "SELECT schedq.fail(token, 'x', retry_in => '0') FROM schedq.claim('w', queues => '{fq}')")" available
+ok "schedq.fail of the last attempt fails the task for good" \
+	"$(q coord "SELECT schedq.fail(token, 'y') FROM schedq.claim('w', queues => '{fq}')")" failed
+ok "the failed task: attempts 2, last_error y, finished" \
+	"$(q coord "SELECT status || ' ' || attempts || ' ' || last_error || ' ' || (finished_at IS NOT NULL) FROM schedq.task WHERE queue = 'fq'")" "failed 2 y true"
+q coord "SELECT schedq.submit('f', queue => 'fq2')" >/dev/null
+ok "schedq.fail with a back-off leaves the task pending" \
+	"$(q coord "SELECT schedq.fail(token, 'z', retry_in => '1 hour') FROM schedq.claim('w', queues => '{fq2}')")" pending
+ok "a stale token's fail changes nothing" \
+	"$(q coord "SELECT schedq.fail(token, 'w') FROM schedq.claim('w', queues => '{q1}') c, LATERAL (SELECT schedq.complete(c.token)) d")" stale
+# cancel: a running task is canceled once, and its worker's complete then
+# changes nothing; retry is refused.
+tok=$(q coord "SELECT token FROM schedq.claim('w', queues => '{q2}')")
+cid=$(q coord "SELECT id FROM schedq.task WHERE queue = 'q2' AND status = 'running' ORDER BY started_at DESC LIMIT 1")
+ok "schedq.cancel of a running task, then again" \
+	"$(q coord "SELECT schedq.cancel($cid) || ' ' || schedq.cancel($cid)")" "true false"
+ok "the canceled task's complete changes nothing" "$(q coord "SELECT schedq.complete('$tok')")" f
+ok "the task is canceled" "$(q coord "SELECT status FROM schedq.task WHERE id = $cid")" canceled
+ok "schedq.retry is refused (0A000)" "$(sqlstate coord "SELECT schedq.retry($cid)")" 0A000
 limit()
 {
 	local out
 	out=$(cpsql coord -c "$1" 2>&1 | grep -m1 -o 'ERROR: .*')
 	echo "#   known limit: $1 -> ${out:-no error}"
 }
-limit "SELECT schedq.claim('w', queues => '{q1}')"
 limit "SELECT schedq.pause_queue('q1')"
-limit "SELECT schedq.cancel(id) FROM schedq.task WHERE queue = 'q1' LIMIT 1"
+limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
+limit "SELECT schedq.submit('k', queue => 'q1', dedup_key => 'd')"
 echo "#   known limit: scheduler passes failed on the nodes so far:" \
 	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed: could not create distributed plan')"
 
@@ -339,10 +396,10 @@ figure()
 	pgb -p "$port" -c "$clients" -j $((clients < 2 ? 1 : 2)) -T "$SECONDS_RUN" -f "$script" 2>&1 | tps
 }
 echo "#   claim + complete cycles/s, ${SECONDS_RUN}s each (2 shared cores: an overhead figure, not scaling)"
-echo "#   | clients | cluster, router statements | one server, same statements | one server, schedq.claim/complete |"
+echo "#   | clients | cluster, schedq.claim/complete | cluster, router statements | one server, schedq.claim/complete |"
 for c in 1 16; do
-	a=$(figure "$CITUS_PORT" "$c" "$HERE/claim_complete.sql")
-	b=$(figure "$SINGLE_PORT" "$c" "$HERE/claim_complete.sql")
+	a=$(figure "$CITUS_PORT" "$c" "$HERE/schedq_claim_complete.sql")
+	b=$(figure "$CITUS_PORT" "$c" "$HERE/claim_complete.sql")
 	s=$(figure "$SINGLE_PORT" "$c" "$HERE/schedq_claim_complete.sql")
 	echo "#   | $c | $a | $b | $s |"
 done

@@ -1,9 +1,8 @@
 -- test/citus/claim_complete.sql -- pgbench script (-M simple): claim one
 -- task of one of 8 queues, then complete it, as two transactions, in the
--- shape the scale-out design needs (docs/scale-out.md): every statement
--- names its queue, the distribution column, so that Citus routes it to one
--- shard.  schedq's own claim() cannot run on Citus yet (its kept plans are
--- refused); these statements are what it would run.  The queues must not
+-- shape Citus routes to one shard (every statement names its queue, the
+-- distribution column): the figures' comparison with schedq's own claim
+-- and complete (schedq_claim_complete.sql).  The queues must not
 -- run dry: a claim that returns no row makes \gset abort the client.
 -- Run it with -M simple: Citus refuses a generic plan of this
 -- one-statement claim (CTE + UPDATE), even with the queue a parameter.

@@ -1,7 +1,6 @@
 -- test/citus/passes.sql
---   The prototype of the per-node scheduler passes of docs/scale-out.md
---   ("The scheduler: one per node, over its own shards"), in PL/pgSQL, for
---   make check-citus.  Created on every node with DDL propagation off (each
+--   Per-node scheduler passes (docs/scale-out.md, "The scheduler": schedq's
+--   own stands aside on a cluster), in PL/pgSQL, for make check-citus.  Created on every node with DDL propagation off (each
 --   node runs its own copy).  Not schedq's scheduler: what its passes would
 --   run on Citus, so that the suite can show on a real cluster that a
 --   node's pass over its own shard tables promotes and reaps each task

@@ -39,7 +39,7 @@
 #	      the latest version, as the statement's recheck does;
 #	  (l) an UPDATE the executor refuses on a published table without a
 #	      replica identity is refused to the direct claim and complete;
-#	  (m) a primary key of another shape (the Citus prototype's (queue,
+#	  (m) a primary key of another shape (schedq.distribute's (queue,
 #	      id), docs/scale-out.md): the statements run, and complete
 #	      completes.
 #-------------------------------------------------------------------------
@@ -435,7 +435,7 @@ is(q1(q{SELECT string_agg(kind || ':' || status, ',' ORDER BY kind)
 	'ri:running,ri2:available', '(l) ... and nothing changed');
 is(indexes_sound(), 'ok', '(h)-(l) indexes still match the heap');
 
-# (m) the primary key the Citus prototype gives the table
+# (m) the primary key schedq.distribute gives the table
 q1(q{ALTER TABLE schedq.task DROP CONSTRAINT task_pkey;
 	 ALTER TABLE schedq.task ADD PRIMARY KEY (queue, id)});
 q1(q{SELECT schedq.submit('pk', queue => 'pk')});

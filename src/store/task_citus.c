@@ -1,0 +1,285 @@
+/*-------------------------------------------------------------------------
+ * store/task_citus.c
+ *	  The claim and complete on a schedq.task that Citus distributes by
+ *	  queue (schedq.distribute, docs/scale-out.md).
+ *
+ * The table there is an empty shell: its rows are in shards that only
+ * Citus's planner finds, so the direct writes decline (store/direct.c)
+ * and every claim goes through statements Citus can route to the one
+ * shard of its queue: the queue is a plain parameter compared with the
+ * distribution column (the paused flag, the locked candidates, then one
+ * UPDATE per task by queue and id).  Citus makes no distributed plan of
+ * the single-server claim (its queue is an element of an array; one
+ * statement over every queue is a multi-shard FOR UPDATE), so what it
+ * cannot route is refused here, with a reason:
+ *	- a claim over several queues or every queue;
+ *	- a claim by a role that is not an admin (BYPASSRLS): owners are role
+ *	  OIDs, which differ from node to node, so the owner test and work
+ *	  grants cannot be evaluated on the shard's node;
+ *	- a claim while budgets exist: charging one would change a reference
+ *	  table, in a prepared transaction schedq refuses.
+ * The claim floor is a single server's (a submit on another node does
+ * not lower it): this claim starts at the beginning of its queue.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "base/check.h"
+#include "shared/plan.h"
+#include "store/budgets.h"
+#include "store/task.h"
+#include "store/task_citus.h"
+#include "store/task_claim.h"
+
+/*
+ * Each statement reads one table and names the queue once, as Citus's
+ * fast path router wants: it makes a generic plan of those only.
+ * Is the queue paused?  $1 queue (a reference table: read here).
+ */
+static SchedqQuery citus_paused =
+	SCHEDQ_QUERY("SELECT FROM schedq.queue q WHERE q.name = $1 AND q.paused",
+				 TEXTOID);
+
+/*
+ * $1 queue, $2 n, $3 caps; then for the UPDATE $2 the id, $4 worker,
+ * $5 lease, $6 the clock, $7 the nonce, $8 and $9 the task's lease
+ * expiry and deadline.
+ */
+static SchedqQuery citus_candidates =
+	SCHEDQ_QUERY("SELECT t.id, t.timeout FROM schedq.task t"
+				 " WHERE t.queue = $1 AND t.status = 'available'"
+				 " AND (t.required_caps = '{}' OR t.required_caps <@ $3)"
+				 " ORDER BY -(t.priority::bigint), t.run_at, t.id"
+				 " LIMIT $2 FOR UPDATE OF t SKIP LOCKED",
+				 TEXTOID, INT4OID, TEXTARRAYOID);
+
+/*
+ * Take one candidate: $2 its id, $8 and $9 its lease expiry and deadline,
+ * computed here.  One UPDATE per task, each value a plain parameter:
+ * Citus's generic plan of an UPDATE that sets a column from a parameter
+ * and a column together (now + the task's timeout) fails its own
+ * assertion (CheckAndBuildDelayedFastPathPlan, Citus 14.0.1).
+ */
+static SchedqQuery citus_take = SCHEDQ_QUERY(
+	"UPDATE schedq.task t"
+	" SET status = 'running', attempts = t.attempts + 1, claimed_by = $4,"
+	"     lease = $5, started_at = $6, claim_nonce = $7,"
+	"     lease_expires_at = $8, deadline = $9"
+	" WHERE t.queue = $1 AND t.id = $2 AND t.status = 'available'"
+	" RETURNING t.id, t.attempts, t.queue, t.kind, t.payload, t.priority,"
+	" t.run_id, t.lease_expires_at, t.run_at, t.ctid",
+	TEXTOID, INT8OID, TEXTARRAYOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID,
+	INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID);
+
+/* now + i, as timestamptz + interval computes it */
+static TimestampTz
+citus_plus(TimestampTz now, Datum i)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(now),
+												   i));
+}
+
+/*
+ * The queues of the attempts this backend claimed last, so that its
+ * complete, the common case, goes to the one shard without reading every
+ * shard first.  Only a hint: the UPDATE checks id, attempt, nonce and
+ * status.  Direct-mapped by task id.
+ */
+#define CITUS_CLAIMED 256
+
+typedef struct CitusClaimed
+{
+	int64 task_id;
+	int32 attempt;
+	int64 nonce;
+	char  queue[SCHEDQ_MAX_NAME_BYTES + 1];
+} CitusClaimed;
+
+static CitusClaimed citus_claimed[CITUS_CLAIMED];
+
+static CitusClaimed *
+citus_claimed_slot(int64 task_id)
+{
+	return &citus_claimed[(uint64) task_id % CITUS_CLAIMED];
+}
+
+/* Remember where a claimed task is (rows: CLAIM_RETURNING's columns). */
+static void
+citus_remember(const SchedqClaimed *row, int64 nonce)
+{
+	CitusClaimed *slot = citus_claimed_slot(DatumGetInt64(row->v[CLAIMED_ID]));
+	text		 *queue = DatumGetTextPP(row->v[CLAIMED_QUEUE]);
+	int			  len = VARSIZE_ANY_EXHDR(queue);
+
+	slot->task_id = 0;
+	if (len > SCHEDQ_MAX_NAME_BYTES)
+		return;
+	memcpy(slot->queue, VARDATA_ANY(queue), len);
+	slot->queue[len] = '\0';
+	slot->attempt = DatumGetInt32(row->v[CLAIMED_ATTEMPT]);
+	slot->nonce = nonce;
+	slot->task_id = DatumGetInt64(row->v[CLAIMED_ID]);
+}
+
+/*
+ * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
+ * refuses (0A000) what Citus cannot route.  Returns how many.
+ */
+int
+schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+{
+	Datum		   values[9];
+	char		   nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	SPITupleTable *cand;
+	bool		   isnull;
+	int			   found;
+	int			   taken = 0;
+
+	if (r->filter != CLAIM_ONE_QUEUE)
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, a claim takes from one queue"),
+				errhint("Pass queues => ARRAY['name']; to serve several "
+						"queues, claim from each in turn."));
+	if (!r->admin)
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, only an admin (a role "
+					   "with BYPASSRLS) may claim"),
+				errdetail("A task's owner is a role OID, which differs from "
+						  "node to node."));
+	if (schedq_budgets_any())
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, claims are refused while "
+					   "budgets exist"),
+				errhint("Drop the budgets (schedq.budget) to claim."));
+
+	values[0] = array_get_element(PointerGetDatum(r->queues), 1, (int[]){ 1 },
+								  -1, -1, false, TYPALIGN_INT, &isnull);
+	if (schedq_plan_run(&citus_paused, values, nulls, 1, SPI_OK_SELECT) > 0)
+		return 0;
+	values[1] = Int32GetDatum(r->n);
+	values[2] = PointerGetDatum(r->caps);
+	found = schedq_plan_run(&citus_candidates, values, nulls, 0, SPI_OK_SELECT);
+	if (found == 0)
+		return 0;
+	cand = SPI_tuptable;
+	values[3] = r->worker;
+	nulls[3] = r->worker == (Datum) 0 ? 'n' : ' ';
+	values[4] = PointerGetDatum(r->lease);
+	values[5] = TimestampTzGetDatum(r->now);
+	values[6] = Int64GetDatum(r->nonce);
+	for (int i = 0; i < found; i++)
+	{
+		bool  no_timeout;
+		Datum timeout =
+			SPI_getbinval(cand->vals[i], cand->tupdesc, 2, &no_timeout);
+		TimestampTz end = citus_plus(r->now, PointerGetDatum(r->lease));
+
+		values[1] = SPI_getbinval(cand->vals[i], cand->tupdesc, 1, &isnull);
+		values[8] = (Datum) 0;
+		nulls[8] = no_timeout ? 'n' : ' ';
+		if (!no_timeout)
+		{
+			TimestampTz deadline = citus_plus(r->now, timeout);
+
+			values[8] = TimestampTzGetDatum(deadline);
+			end = Min(end, deadline);
+		}
+		values[7] = TimestampTzGetDatum(end);
+		if (schedq_plan_run(&citus_take, values, nulls, 0,
+							SPI_OK_UPDATE_RETURNING) != 1)
+			elog(ERROR, "claimed task " INT64_FORMAT " but could not take it",
+				 DatumGetInt64(values[1]));
+		schedq_task_claim_rows_from_spi(1, &rows[taken]);
+		citus_remember(&rows[taken++], r->nonce);
+	}
+	return taken;
+}
+
+/*
+ * Complete: the token names the task, not its queue, and an UPDATE by id
+ * alone goes to every shard (a multi-shard modification, which Citus
+ * serializes with every other).  So the running attempt's queue is read
+ * first (a read of every shard, without locks), unless this backend
+ * claimed it (citus_claimed), and the UPDATE names it: one shard.  $1 id, $2 attempt, $3 nonce, $4 result, $5 queue.  The read
+ * is planned each time with its values in the text: Citus makes no
+ * generic plan of a SELECT over every shard.
+ */
+static SchedqQuery citus_complete =
+	SCHEDQ_QUERY("UPDATE schedq.task" TASK_COMPLETE_SET
+				 " WHERE queue = $5 AND id = $1 AND attempts = $2"
+				 " AND claim_nonce = $3 AND status = 'running'",
+				 INT8OID, INT4OID, INT8OID, JSONBOID, TEXTOID);
+
+/*
+ * The queue of task task_id's running attempt `attempt` with this nonce
+ * on a distributed schedq.task: remembered if this backend claimed it,
+ * else read from every shard (planned each time, its values in the text:
+ * Citus makes no generic plan of a SELECT over every shard).  NULL when
+ * that attempt is not running.
+ */
+char *
+schedq_task_citus_queue_of(int64 task_id, int32 attempt, int64 nonce)
+{
+	CitusClaimed *slot = citus_claimed_slot(task_id);
+	char		 *sql;
+
+	if (slot->task_id == task_id && slot->attempt == attempt &&
+		slot->nonce == nonce)
+	{
+		slot->task_id = 0;
+		return pstrdup(slot->queue);
+	}
+	sql = psprintf("SELECT queue FROM schedq.task WHERE id = " INT64_FORMAT
+				   " AND attempts = %d AND claim_nonce = " INT64_FORMAT
+				   " AND status = 'running'",
+				   task_id, attempt, nonce);
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the queue of task " INT64_FORMAT, task_id);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * The queue of task task_id whatever its status, read from every shard
+ * (as above); NULL when there is no such task.
+ */
+char *
+schedq_task_citus_queue_of_task(int64 task_id)
+{
+	char *sql =
+		psprintf("SELECT queue FROM schedq.task WHERE id = " INT64_FORMAT,
+				 task_id);
+
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the queue of task " INT64_FORMAT, task_id);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * Complete attempt `attempt` (fenced by nonce) of a task of a distributed
+ * schedq.task.  True when it was running and is now done.
+ */
+bool
+schedq_task_citus_complete(int64 task_id, int32 attempt, int64 nonce,
+						   Datum result, bool result_null)
+{
+	Datum values[5] = { Int64GetDatum(task_id), Int32GetDatum(attempt),
+						Int64GetDatum(nonce), result, (Datum) 0 };
+	char  nulls[5] = { ' ', ' ', ' ', result_null ? 'n' : ' ', ' ' };
+	char *queue = schedq_task_citus_queue_of(task_id, attempt, nonce);
+
+	if (queue == NULL)
+		return false;
+	values[4] = CStringGetTextDatum(queue);
+	return schedq_plan_run(&citus_complete, values, nulls, 0, SPI_OK_UPDATE) ==
+		   1;
+}
