@@ -119,7 +119,7 @@ class Job {
 		try {
 			const { rows } = await db.query('SELECT schedq.complete($1::text, $2::jsonb) AS v', [
 				this.token,
-				JSON.stringify(result === undefined ? null : result),
+				result === undefined || result === null ? null : JSON.stringify(result),
 			]);
 			done = rows[0].v;
 		} catch (err) {
@@ -508,11 +508,11 @@ class Worker extends EventEmitter {
 		} else if (err === null) {
 			let json;
 			try {
-				json = JSON.stringify(result === undefined ? null : result);
+				json = result === undefined || result === null ? null : JSON.stringify(result);
 			} catch (e) {
 				json = e;
 			}
-			if (typeof json === 'string' || json === undefined) this.done.push([job, json ?? null, ms]);
+			if (typeof json === 'string' || json === null || json === undefined) this.done.push([job, json ?? null, ms]);
 			else {
 				this.failures.push([job, failure(new PermanentFailure(`the result is not JSON: ${json.message}`)), ms]);
 				this._reportFailures();

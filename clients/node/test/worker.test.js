@@ -425,3 +425,34 @@ test('a result over max_payload, one that is not JSON, a huge error with NUL: fa
 		'the others are done'
 	);
 });
+
+test('a handler returning nothing (undefined or null) leaves the result NULL', async () => {
+	const w = start({
+		handlers: {
+			async nothing() {},
+			async nullish() {
+				return null;
+			},
+			async list() {
+				return [null];
+			},
+		},
+	});
+	const ids = [
+		...(await submitN(w.queue, 'nothing', 1)),
+		...(await submitN(w.queue, 'nullish', 1)),
+		...(await submitN(w.queue, 'list', 1)),
+	];
+	await until(async () => w.outcomes.length === 3, 30, 'three done');
+	w.worker.stop();
+	await w.running;
+	const { rows } = await db.query(
+		'SELECT kind, result IS NULL AS no_result, result FROM schedq.task WHERE id = ANY($1) ORDER BY kind',
+		[ids]
+	);
+	assert.deepEqual(rows, [
+		{ kind: 'list', no_result: false, result: [null] },
+		{ kind: 'nothing', no_result: true, result: null },
+		{ kind: 'nullish', no_result: true, result: null },
+	]);
+});

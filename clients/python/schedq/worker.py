@@ -39,6 +39,11 @@ task_log = logging.getLogger("schedq.tasks")
 _TRANSIENT = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
 
 
+
+def _result(value: Any) -> Optional[Jsonb]:
+    """A handler's return as the task's result: None leaves it NULL."""
+    return None if value is None else Jsonb(value)
+
 class Retry(Exception):
     """Raised by a handler: a temporary failure. The task runs again after
     retry_in seconds, or after schedq's back-off when None, while attempts
@@ -89,7 +94,7 @@ class Task:
         completion commit together, or neither does. The pool then does
         not complete it again. False when the token is stale."""
         done = client._one(
-            conn, "SELECT schedq.complete(%s::text, %s::jsonb)", (self.token, Jsonb(result))
+            conn, "SELECT schedq.complete(%s::text, %s::jsonb)", (self.token, _result(result))
         )
         self._completed_in = True
         return bool(done)
@@ -368,7 +373,7 @@ class Pool:
                 "  FROM schedq.complete_and_claim(%s::text[], %s::text, %s::jsonb[],"
                 "       queues => %s::text[], caps => %s::text[], n => %s::integer,"
                 "       lease => make_interval(secs => %s))",
-                ([t.token for t, _ in done], self.name, [Jsonb(r) for _, r in done],
+                ([t.token for t, _ in done], self.name, [_result(r) for _, r in done],
                  self.queues, self.caps, n, self.lease),
             ).fetchall()
             self._acked(done)
@@ -411,7 +416,7 @@ class Pool:
                        done: List[Tuple[Task, Any]]) -> None:
         conn.execute(
             "SELECT schedq.complete_many(%s::text[], %s::jsonb[])",
-            ([t.token for t, _ in done], [Jsonb(r) for _, r in done]),
+            ([t.token for t, _ in done], [_result(r) for _, r in done]),
         )
         self._acked(done)
 

@@ -196,3 +196,16 @@ def test_first_connection_failure(queue: str) -> None:
     with pytest.raises(schedq.ConnectError) as info:
         pool.run(install_signals=False)
     assert info.value.message.startswith("could not connect")
+
+
+def test_a_handler_returning_nothing_leaves_no_result(admin: Any, queue: str, start: Any) -> None:
+    admin.execute(
+        "SELECT schedq.submit_many((SELECT jsonb_agg(jsonb_build_object('kind', k,"
+        " 'queue', %s::text)) FROM unnest(ARRAY['nothing', 'null_json']) k))", (queue,))
+    run = start({"nothing": lambda task: None, "null_json": lambda task: [None]})
+    poll(admin, "SELECT count(*) FROM schedq.task WHERE queue = %s AND status = 'done'", 2, queue)
+    run.stop()
+    rows = admin.execute("SELECT kind, result IS NULL, result FROM schedq.task WHERE queue = %s"
+                         " ORDER BY kind", (queue,)).fetchall()
+    assert rows == [("nothing", True, None), ("null_json", False, [None])], \
+        "None leaves the result NULL, as in the Go and Node.js libraries"
