@@ -172,7 +172,8 @@ func TestWorkerProgressIsVisible(t *testing.T) {
 		}})
 	waitFor(t, pool, 30*time.Second, "running 42.5 half way", "SELECT concat_ws(' ', status, progress, progress_note) FROM schedq.task WHERE id = $1", ids[0])
 	close(release)
-	waitFor(t, pool, 30*time.Second, "done", "SELECT status FROM schedq.task WHERE id = $1", ids[0])
+	// a handler that returns nil leaves the result NULL (not JSON null)
+	waitFor(t, pool, 30*time.Second, "done t", "SELECT concat_ws(' ', status, result IS NULL) FROM schedq.task WHERE id = $1", ids[0])
 }
 
 func TestWorkerHeartbeatsKeepTheLease(t *testing.T) {
