@@ -3,10 +3,11 @@
  *	  The utility hook: tell the launcher and the schedulers about the
  *	  commands that concern them.
  *
- *	- CREATE EXTENSION schedq: after commit, ask the launcher to start a
- *	  scheduler in this database (it is not watching databases without
- *	  schedq); and say at once, with a WARNING, when no background worker
- *	  slot is left for it (process/background.c).
+ *	- CREATE EXTENSION schedq (or another that installs it, CASCADE):
+ *	  after commit, ask the launcher to start a scheduler in this database
+ *	  (it is not watching databases without schedq); and say at once, with
+ *	  a WARNING, when no background worker slot is left for it
+ *	  (process/background.c).
  *	- DROP EXTENSION schedq: after commit, wake this database's scheduler,
  *	  which finds the extension gone and exits for good.
  *	- DROP EXTENSION schedq_cron: first delete its jobs, whose trigger
@@ -409,12 +410,14 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			hook_stop_scheduler(exclusive_db, GetCurrentTimestamp() +
 												  (int64) HOOK_HOLD_MS * 1000);
 
+		/*
+		 * schedq itself, or an extension that may require it (CASCADE
+		 * installs schedq with schedq_cron): after the command, see
+		 * whether schedq is new here.
+		 */
 		if (IsA(parsetree, CreateExtensionStmt) &&
-			strcmp(((CreateExtensionStmt *) parsetree)->extname, "schedq") == 0)
-		{
-			schedq_launcher_probe_at_commit();
+			!OidIsValid(get_extension_oid("schedq", true)))
 			creates_schedq = true;
-		}
 		if (IsA(parsetree, DropStmt) &&
 			((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
 			hook_names_extension(((DropStmt *) parsetree)->objects, "schedq"))
@@ -434,8 +437,11 @@ schedq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 									params, queryEnv, dest, qc);
 		/* say now if this database will get no scheduler */
-		if (creates_schedq)
+		if (creates_schedq && OidIsValid(get_extension_oid("schedq", true)))
+		{
+			schedq_launcher_probe_at_commit();
 			schedq_background_warn_no_room();
+		}
 	}
 	PG_FINALLY();
 	{

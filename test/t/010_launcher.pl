@@ -2,7 +2,8 @@
 # test/t/010_launcher.pl
 #	  The launcher runs exactly one scheduler per database where schedq is
 #	  installed, discovered by itself: none while the extension is
-#	  installed nowhere; one within 5 s of CREATE EXTENSION; it leaves within
+#	  installed nowhere; one within 5 s of CREATE EXTENSION (also of
+#	  schedq_cron's, CASCADE); it leaves within
 #	  10 s of DROP EXTENSION and stays away; DROP DATABASE (with or without
 #	  FORCE), ALTER DATABASE ... RENAME TO / SET TABLESPACE and CREATE
 #	  DATABASE ... TEMPLATE work on a database that has a scheduler; and
@@ -258,6 +259,21 @@ ok(defined poll_until($node, 'postgres', schedulers_of('dbg'), '1', 10),
 	"(j) after $n_spare databases were dropped, a new one with schedq gets a scheduler");
 is( $node->safe_psql('postgres', $per_db),
 	'dba:1,dbe:1,dbe_copy:1,dbf:1,dbg:1', '(j) one scheduler for each database with schedq');
+
+#
+# (k) schedq installed by CASCADE with an extension that requires it
+# (CREATE EXTENSION schedq_cron CASCADE, as docs/pg_cron.md says), in a
+# database that existed when the server started (the launcher found no
+# schedq there then): a scheduler there within 5 s.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE dbh');
+$node->restart;
+ok(defined poll_until($node, 'postgres', schedulers_of('dbg'), '1', 10),
+	'(k) after a restart, the launcher is at work');
+is($node->safe_psql('postgres', schedulers_of('dbh')), '0', '(k) no scheduler for dbh yet');
+$node->safe_psql('dbh', 'CREATE EXTENSION schedq_cron CASCADE');
+ok(defined poll_until($node, 'postgres', schedulers_of('dbh'), '1', 5),
+	'(k) CREATE EXTENSION schedq_cron CASCADE: a scheduler for dbh within 5 s');
 
 $node->stop;
 
