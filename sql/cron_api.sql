@@ -59,7 +59,7 @@ SELECT cron.alter_job(3, schedule => '0 12 $ * *', command => 'SELECT 33', activ
 SELECT schedule, command, active FROM cron.job WHERE jobid = 3;
 SELECT schedule, payload->>'command' AS command, enabled FROM schedq.periodic WHERE name = 'cron.job.3';
 
--- another database: CONNECT checked, then refused with a hint
+-- another database: its existence and the CONNECT privilege checked
 CREATE ROLE cron_alice LOGIN;
 CREATE ROLE cron_bob LOGIN;
 CREATE ROLE cron_nologin;
@@ -69,7 +69,11 @@ GRANT EXECUTE ON FUNCTION cron.alter_job TO cron_bob;
 REVOKE CONNECT ON DATABASE template0 FROM PUBLIC;
 SELECT cron.schedule_in_database('x', '* * * * *', 'SELECT 1', 'template0', 'cron_alice');
 GRANT CONNECT ON DATABASE template0 TO PUBLIC;
-SELECT cron.schedule_in_database('x', '* * * * *', 'SELECT 1', 'template1', 'cron_alice');
+SELECT cron.schedule_in_database('x', '* * * * *', 'SELECT 1', 'template1', 'cron_alice', false) IS NOT NULL AS scheduled;
+-- a job of another database: a run here starts a worker there (cron._run_elsewhere)
+SELECT j.database, p.payload->>'command' AS command, p.owner, p.enabled
+  FROM cron.job j JOIN schedq.periodic p ON p.name = 'cron.job.' || j.jobid WHERE j.jobname = 'x';
+SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = 'x';
 SELECT cron.schedule_in_database('x', '* * * * *', 'SELECT 1', current_database(), 'cron_nologin');
 \set VERBOSITY terse
 
@@ -195,10 +199,26 @@ SELECT cron.schedule('after import', '@daily', 'SELECT 1') > 101 AS ids_go_on;
 SET ROLE cron_bob;
 SELECT cron.import_pg_cron('pg_temp.pgcron_job');
 RESET ROLE;
+-- all_databases: the jobs of other databases too, to run there; a database
+-- that does not exist is refused, and nothing is imported
+DELETE FROM pg_temp.pgcron_job WHERE jobid < 102;
+INSERT INTO pg_temp.pgcron_job VALUES
+	(103, '0 1 * * *', 'SELECT 103', 'localhost', 5432, 'template1', 'cron_bob', false, 'far');
+SELECT cron.import_pg_cron('pg_temp.pgcron_job', all_databases => true);
+SELECT count(*) FROM cron.job WHERE jobid = 103;
+DELETE FROM pg_temp.pgcron_job WHERE jobid = 102;
+SELECT cron.import_pg_cron('pg_temp.pgcron_job', all_databases => true);
+SELECT j.jobid, j.database, p.payload->>'command' AS command, p.owner, p.enabled
+  FROM cron.job j JOIN schedq.periodic p ON p.name = 'cron.job.' || j.jobid WHERE j.jobid = 103;
+SELECT cron.unschedule(103);
 
--- a row written directly that names another database (a restore into a
--- database of another name): its job runs here
+-- a row written directly is checked as schedule_in_database checks: a
+-- database that does not exist, or one the job's user may not connect to,
+-- is refused (t/028 restores into a database of another name)
 INSERT INTO cron.job (jobid, schedule, command, database) VALUES (500, '@daily', 'SELECT 500', 'elsewhere');
+REVOKE CONNECT ON DATABASE template1 FROM PUBLIC;
+INSERT INTO cron.job (jobid, schedule, command, database, username) VALUES (500, '@daily', 'SELECT 500', 'template1', 'cron_alice');
+GRANT CONNECT ON DATABASE template1 TO PUBLIC;
 SELECT database = current_database() AS here FROM cron.job WHERE jobid = 500;
 SELECT count(*) FROM schedq.periodic WHERE name = 'cron.job.500';
 

@@ -198,8 +198,10 @@ $$;
 
 -- The command schedq runs for a job: its history pruned, if it keeps less
 -- than schedq.retention does, then its search_path, then its command
--- (cron.job_run_details strips the first two).
-CREATE FUNCTION cron._command(jobid bigint, username text, command text)
+-- (cron.job_run_details strips the first two).  A job of another database:
+-- its history pruned, then cron._run_elsewhere, which runs its command
+-- there.
+CREATE FUNCTION cron._command(jobid bigint, username text, command text, database text)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -207,10 +209,52 @@ AS $$
 	SELECT CASE WHEN EXISTS (SELECT 1 FROM cron.job_options o WHERE o.jobid = $1
 							 AND (o.keep_runs IS NOT NULL OR o.keep_for IS NOT NULL OR o.errors_only))
 				THEN format('SELECT cron._prune(%s); ', $1) ELSE '' END
-		   || format('SELECT pg_catalog.set_config(''search_path'', %L, false); %s',
-					 cron._search_path($2), $3)
+		   || CASE WHEN $4 = current_database()
+				   THEN format('SELECT pg_catalog.set_config(''search_path'', %L, false); %s',
+							   cron._search_path($2), $3)
+				   ELSE format('SELECT FROM cron._run_elsewhere(%s)', $1) END
 $$;
-REVOKE ALL ON FUNCTION cron._command(bigint, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cron._command(bigint, text, text, text) FROM PUBLIC;
+
+-- A job of another database, run there: a background worker connected to
+-- that database as the job's user runs the job's command, as a session of
+-- that user would (its search_path, its LOGIN and CONNECT privilege), and
+-- this run waits for it: the command's error is the run's, the job's
+-- timeout ends it.  Only from the job's own run, as cron._prune; the
+-- rows it returns are the command's, for cron.job_run_details.
+CREATE FUNCTION cron._run_in_database(database text, username text, command text, jobid bigint)
+RETURNS bigint
+LANGUAGE C VOLATILE
+AS '$libdir/schedq', 'schedq_cron_run_in_database';
+REVOKE ALL ON FUNCTION cron._run_in_database(text, text, text, bigint) FROM PUBLIC;
+
+CREATE FUNCTION cron._run_elsewhere(jobid bigint)
+RETURNS SETOF integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	j record;
+	runas oid;
+	n bigint;
+BEGIN
+	SELECT * INTO j FROM cron.job WHERE cron.job.jobid = _run_elsewhere.jobid;
+	SELECT r.oid INTO runas FROM pg_roles r WHERE r.rolname = j.username;
+	IF j.jobid IS NULL OR runas IS NULL OR NOT EXISTS (
+			SELECT 1 FROM schedq.task t
+			 WHERE t.periodic = 'cron.job.' || _run_elsewhere.jobid
+			   AND t.owner::oid = runas AND t.status = 'running'
+			   AND t.claimed_by = 'schedq sql executor ' || pg_backend_pid()) THEN
+		PERFORM cron._error('42501', format('cron._run_elsewhere(%s) runs only in a run of that job', jobid),
+							NULL, 'A job runs on its schedule, or now with cron.run_job.');
+	END IF;
+	IF NOT has_database_privilege(runas, j.database, 'CONNECT') THEN
+		PERFORM cron._error('42501', format('User %s does not have CONNECT privilege on %s', j.username, j.database), NULL, NULL);
+	END IF;
+	n := cron._run_in_database(j.database, j.username, j.command, j.jobid);
+	RETURN QUERY SELECT 1 FROM generate_series(1, n);
+END
+$$;
 
 -- A restore's COPY of cron.job or cron.job_options (pg_dump's, run by
 -- pg_restore or psql as a superuser): a superuser's query that is one COPY
@@ -264,7 +308,7 @@ BEGIN
 		   jo.timeout INTO o
 	  FROM (SELECT 1) one LEFT JOIN cron.job_options jo ON jo.jobid = NEW.jobid;
 	PERFORM schedq.schedule_sql(pname, cron._schedq_schedule(NEW.schedule),
-								cron._command(NEW.jobid, NEW.username, NEW.command),
+								cron._command(NEW.jobid, NEW.username, NEW.command, NEW.database),
 								timezone => cron._timezone(NEW.jobid),
 								enabled => NEW.active, priority => o.priority,
 								max_attempts => o.max_attempts, timeout => o.timeout,
@@ -288,18 +332,28 @@ REVOKE ALL ON FUNCTION cron._job_changed() FROM PUBLIC;
 CREATE TRIGGER job_changed AFTER INSERT OR UPDATE OR DELETE ON cron.job
 	FOR EACH ROW EXECUTE FUNCTION cron._job_changed();
 
--- A row written directly (or restored into a database of another name)
--- naming another database: its job runs here, where its row is.
+-- A row naming another database: its job runs there, if the database
+-- exists and the job's user may connect to it (as schedule_in_database and
+-- alter_job check, for rows written directly too).  A restore (pg_dump's
+-- COPY, perhaps into a database of another name) cannot tell the jobs
+-- that ran in the database it came from: its rows naming another
+-- database become jobs of this one, and alter_job moves one back.
 CREATE FUNCTION cron._job_database()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	IF NEW.database IS DISTINCT FROM current_database() THEN
-		RAISE NOTICE 'job % names database "%": it runs in "%", where it is', NEW.jobid,
-			NEW.database, current_database();
+	IF NEW.database IS NULL OR NEW.database = current_database() THEN
 		NEW.database := current_database();
+	ELSIF cron._restoring() THEN
+		RAISE NOTICE 'job % names database "%": it runs in "%", where it is', NEW.jobid,
+			NEW.database, current_database()
+			USING HINT = 'cron.alter_job(job_id, database => ...) moves it to another database.';
+		NEW.database := current_database();
+	ELSIF TG_OP = 'INSERT' OR NEW.database IS DISTINCT FROM OLD.database
+		  OR NEW.username IS DISTINCT FROM OLD.username THEN
+		PERFORM cron._check_connect(NEW.username, NEW.database);
 	END IF;
 	RETURN NEW;
 END
@@ -436,10 +490,6 @@ BEGIN
 		PERFORM cron._check_username(username);
 	END IF;
 	PERFORM cron._check_connect(who, coalesce(database, current_database()));
-	IF coalesce(database, current_database()) <> current_database() THEN
-		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
-							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
-	END IF;
 	INSERT INTO cron.job (jobname, schedule, command, database, username, active)
 	VALUES ($1, $2, $3, coalesce($4, current_database()), who, coalesce($6, true))
 	ON CONFLICT ON CONSTRAINT jobname_username_uniq
@@ -519,10 +569,6 @@ BEGIN
 	IF NOT EXISTS (SELECT 1 FROM cron.job j WHERE j.jobid = job_id
 				   AND (j.username = CURRENT_USER OR (SELECT rolsuper FROM pg_roles WHERE rolname = CURRENT_USER))) THEN
 		PERFORM cron._error('42704', format('Job %s does not exist or you don''t own it', job_id), NULL, NULL);
-	END IF;
-	IF database <> current_database() THEN
-		PERFORM cron._error('0A000', format('schedq_cron runs the jobs of the database it is installed in, not "%s"', database),
-							NULL, format('Install schedq and schedq_cron in database "%s" and schedule the job there.', database));
 	END IF;
 	-- username apart: only a superuser (checked above) may update it
 	IF username IS NOT NULL THEN
@@ -611,11 +657,12 @@ CREATE VIEW cron.job_run_details AS
 SELECT j.jobid,
 	   t.id AS runid,
 	   NULL::integer AS job_pid,
-	   pg_catalog.current_database()::text AS database,
+	   CASE WHEN elsewhere THEN j.database ELSE pg_catalog.current_database()::text END AS database,
 	   j.username,
-	   pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
-								 '^(SELECT cron\._prune\([0-9]+\); )?SELECT pg_catalog\.set_config\(''search_path'', E?''([^'']|'''')*'', false\); ',
-								 '') AS command,
+	   CASE WHEN elsewhere THEN j.command
+			ELSE pg_catalog.regexp_replace(t.payload OPERATOR(pg_catalog.->>) 'command',
+										   '^(SELECT cron\._prune\([0-9]+\); )?SELECT pg_catalog\.set_config\(''search_path'', E?''([^'']|'''')*'', false\); ',
+										   '') END AS command,
 	   CASE t.status WHEN 'running' THEN 'running' WHEN 'done' THEN 'succeeded'
 			WHEN 'failed' THEN 'failed' WHEN 'canceled' THEN 'failed'
 			WHEN 'skipped' THEN 'failed' ELSE 'starting' END AS status,
@@ -626,6 +673,9 @@ SELECT j.jobid,
 	   t.finished_at AS end_time
   FROM schedq.task t
   JOIN cron.job j ON t.periodic OPERATOR(pg_catalog.=) ('cron.job.' OPERATOR(pg_catalog.||) j.jobid)
+  CROSS JOIN LATERAL (SELECT (t.payload OPERATOR(pg_catalog.->>) 'command')
+						 OPERATOR(pg_catalog.~) '^(SELECT cron\._prune\([0-9]+\); )?SELECT FROM cron\._run_elsewhere\([0-9]+\)$'
+						 AS elsewhere) e
   JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) j.username
 						   AND r.oid OPERATOR(pg_catalog.=) t.owner::oid
  WHERE pg_catalog.pg_has_role(t.owner, 'USAGE');
@@ -652,7 +702,8 @@ GRANT SELECT ON cron.job_health TO PUBLIC;
 --
 -- Moving from pg_cron.
 --
-CREATE FUNCTION cron.import_pg_cron(source regclass, start_after timestamptz DEFAULT NULL)
+CREATE FUNCTION cron.import_pg_cron(source regclass, start_after timestamptz DEFAULT NULL,
+									 all_databases boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -671,7 +722,7 @@ BEGIN
 	FOR r IN EXECUTE format('SELECT jobid, schedule, command, database, username, active, jobname'
 							' FROM %s ORDER BY jobid', source)
 	LOOP
-		IF r.database <> current_database() THEN
+		IF r.database <> current_database() AND NOT coalesce(all_databases, false) THEN
 			other := other + 1;
 			CONTINUE;
 		END IF;
@@ -688,10 +739,10 @@ BEGIN
 	PERFORM setval('cron.jobid_seq', greatest((SELECT max(jobid) FROM cron.job), 1));
 	IF other > 0 THEN
 		RAISE NOTICE '% jobs of other databases were left out', other
-			USING HINT = 'Import them in their own databases, with schedq and schedq_cron installed there.';
+			USING HINT = 'Import them in their own databases, or here with all_databases => true (they then run in their databases).';
 	END IF;
 	RETURN n;
 END
 $$;
-COMMENT ON FUNCTION cron.import_pg_cron IS 'import pg_cron''s jobs of this database from a copy of its cron.job; first ticks after start_after';
+COMMENT ON FUNCTION cron.import_pg_cron IS 'import pg_cron''s jobs of this database (or of all, to run in theirs) from a copy of its cron.job; first ticks after start_after';
 REVOKE ALL ON FUNCTION cron.import_pg_cron FROM PUBLIC;

@@ -28,6 +28,12 @@
 #	  (h) pg_dump and pg_restore into a database of another name: the
 #	      jobs, their options and their schedules (as dumped) come back,
 #	      the jobs' database is the new one; nothing else fails.
+#	  (k) a job of another database (schedule_in_database) runs there, as
+#	      its user with that user's settings there; job_run_details shows
+#	      its database, command and rows; its error is the run's; its
+#	      timeout ends the run and the worker with it; a user that lost
+#	      CONNECT gets a failed run that says so; no session and no other
+#	      job can make it run.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -221,6 +227,67 @@ is($node->safe_psql('restored', q{SELECT count(*) FROM cron.job_options}),
 	sql(q{SELECT count(*) FROM cron.job_options}), '(h) their options too');
 is($node->safe_psql('restored', q{SELECT DISTINCT database FROM cron.job}), 'restored',
 	'(h) in the new database');
+
+# (k)
+sql(q{CREATE DATABASE other});
+$node->safe_psql('other', q{
+	CREATE SCHEMA jobs;
+	CREATE TABLE jobs.seen (n int, who text DEFAULT current_user,
+		db text DEFAULT current_database(), app text DEFAULT current_setting('application_name'));
+	GRANT USAGE ON SCHEMA jobs TO jobber;
+	GRANT INSERT, SELECT ON jobs.seen TO jobber;
+	ALTER ROLE jobber IN DATABASE other SET search_path = jobs;
+});
+my $far = sql(q{SELECT cron.schedule_in_database('far', '1 seconds',
+	'INSERT INTO seen (n) SELECT generate_series(1, 3)', 'other', 'jobber')});
+ok(defined poll_until($node, 'other', q{SELECT count(*) >= 6 FROM jobs.seen}, 't', 30),
+	'(k) a job of another database runs there');
+is($node->safe_psql('other', q{SELECT DISTINCT format('%s %s %s', who, db, app) FROM jobs.seen}),
+	"jobber other schedq cron job $far",
+	'(k) as its user, with that user\'s search_path there, in a worker named for the job');
+is(sql(qq{SELECT DISTINCT format('%s|%s|%s|%s', database, command, status, return_message)
+	FROM cron.job_run_details WHERE jobid = $far AND status <> 'running'}),
+	'other|INSERT INTO seen (n) SELECT generate_series(1, 3)|succeeded|3 rows',
+	'(k) job_run_details: its database, its command, the rows of its command');
+
+sql(qq{SELECT cron.alter_job($far, schedule => '\@yearly', command => 'INSERT INTO nosuch VALUES (1)')});
+sql(qq{SELECT cron.run_job($far)});
+ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_details
+	WHERE jobid = $far ORDER BY runid DESC LIMIT 1}, 'relation "nosuch" does not exist', 30),
+	'(k) its error is the run\'s');
+
+sql(qq{SELECT cron.alter_job($far, command => 'SELECT pg_sleep(60)');
+	SELECT cron.set_job_options($far, timeout => '1 second')});
+my $runs = sql(qq{SELECT count(*) FROM cron.job_run_details WHERE jobid = $far});
+sql(qq{SELECT cron.run_job($far)});
+ok(defined poll_until($node, $db, qq{SELECT count(*) > $runs AND bool_and(status <> 'running')
+	FROM cron.job_run_details WHERE jobid = $far}, 't', 30),
+	'(k) a run past its timeout ends');
+is(sql(qq{SELECT return_message FROM cron.job_run_details WHERE jobid = $far ORDER BY runid DESC LIMIT 1}),
+	'timeout', '(k) as a timeout');
+is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'}), '0',
+	'(k) its worker was gone before the run ended');
+
+sql(qq{SELECT cron.set_job_options($far, timeout => '1 minute');
+	SELECT cron.alter_job($far, command => 'SELECT 1');
+	REVOKE CONNECT ON DATABASE other FROM PUBLIC});
+sql(qq{SELECT cron.run_job($far)});
+ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_details
+	WHERE jobid = $far ORDER BY runid DESC LIMIT 1}, 'User jobber does not have CONNECT privilege on other', 30),
+	'(k) a user that lost CONNECT on the database: its run fails, and says why');
+sql(q{GRANT CONNECT ON DATABASE other TO PUBLIC});
+
+# only a job's own run runs it elsewhere
+my ($ret, $out, $err) = $node->psql($db, qq{SET ROLE jobber; SELECT cron._run_elsewhere($far)});
+like($err, qr/runs only in a run of that job/, '(k) a session cannot run a job elsewhere');
+($ret, $out, $err) = $node->psql($db, q{SET ROLE jobber; SELECT cron._run_in_database('other', 'jobber', 'SELECT 1', 1)});
+like($err, qr/permission denied for function _run_in_database/, '(k) nor run a command there');
+my $pry2 = sql(qq{SET ROLE emptypath; SELECT cron.schedule('pry2', '\@yearly', 'SELECT cron._run_elsewhere($far)')});
+sql(qq{SET ROLE emptypath; SELECT cron.run_job($pry2)});
+ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_details WHERE jobid = $pry2},
+	"cron._run_elsewhere($far) runs only in a run of that job", 30),
+	'(k) nor another role\'s job');
+sql(qq{SELECT cron.unschedule($far); SELECT cron.unschedule($pry2)});
 
 $node->stop;
 done_testing();
