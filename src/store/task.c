@@ -426,6 +426,7 @@ bool
 schedq_task_citus_table(Oid relid)
 {
 	Oid dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	Oid			index;
 	AttrNumber	att;
 	Relation	prel;
 	ScanKeyData key;
@@ -437,10 +438,13 @@ schedq_task_citus_table(Oid relid)
 	att = get_attnum(dist, "logicalrelid");
 	if (att == InvalidAttrNumber)
 		return true; /* a pg_dist_partition of another shape */
+	/* through Citus's index on logicalrelid when it has one (it does) */
+	index = get_relname_relid("pg_dist_partition_logical_relid_index",
+							  PG_CATALOG_NAMESPACE);
 	prel = table_open(dist, AccessShareLock);
-	ScanKeyInit(&key, att, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relid));
-	scan = systable_beginscan(prel, InvalidOid, false, NULL, 1, &key);
+	ScanKeyInit(&key, OidIsValid(index) ? 1 : att, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(prel, index, OidIsValid(index), NULL, 1, &key);
 	found = HeapTupleIsValid(systable_getnext(scan));
 	systable_endscan(scan);
 	table_close(prel, AccessShareLock);
