@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -94,6 +95,7 @@ schedq_cronrun_run(Oid dboid, Oid roleid, int64 jobid, const char *command)
 	run->dboid = dboid;
 	run->roleid = roleid;
 	run->jobid = jobid;
+	run->encoding = GetDatabaseEncoding();
 	memcpy(run->command, command, len + 1);
 
 	memset(&worker, 0, sizeof(worker));

@@ -23,6 +23,7 @@ typedef struct CronRun
 	Oid	  dboid;
 	Oid	  roleid;
 	int64 jobid;
+	int	  encoding; /* the caller's database's: the command's, the message's */
 	/* the outcome */
 	bool  done;		/* the worker ran the command (or tried to) */
 	int	  sqlstate; /* its error's, or 0 */
