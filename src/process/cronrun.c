@@ -96,6 +96,7 @@ schedq_cronrun_main(Datum main_arg)
 				"the run of a schedq_cron job ended before its worker started"));
 	run = (CronRun *) dsm_segment_address(seg);
 	BackgroundWorkerInitializeConnectionByOid(run->dboid, run->roleid, 0);
+	run->connected = true;
 	/* its application_name, as a session's (pg_stat_activity shows it) */
 	SetConfigOption("application_name", MyBgworkerEntry->bgw_name, PGC_USERSET,
 					PGC_S_SESSION);

@@ -131,6 +131,12 @@ schedq_cronrun_run(Oid dboid, Oid roleid, int64 jobid, const char *command)
 		ereport(FATAL, errcode(ERRCODE_ADMIN_SHUTDOWN),
 				errmsg("the postmaster exited while a schedq_cron job ran"));
 	pg_read_barrier();
+	if (!run->done && run->connected)
+		ereport(ERROR, errcode(ERRCODE_ADMIN_SHUTDOWN),
+				errmsg("job " INT64_FORMAT " did not finish: its background "
+					   "worker exited before its command ended",
+					   jobid),
+				errhint("The server log says why (terminated, say)."));
 	if (!run->done)
 		ereport(ERROR, errcode(ERRCODE_CONNECTION_FAILURE),
 				errmsg("job " INT64_FORMAT " did not run: its background "

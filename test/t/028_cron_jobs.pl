@@ -335,5 +335,17 @@ is($node->safe_psql('lat', q{SELECT convert_to(t, 'LATIN1') FROM seen}), '\x6361
 	'(l) in that database\'s encoding');
 sql(qq{SELECT cron.unschedule($enc)});
 
+# its worker terminated (DROP DATABASE ... WITH (FORCE), say): the run
+# says so, not that it could not connect
+my $cut = sql(q{SELECT cron.schedule_in_database('cut', '@yearly', 'SELECT pg_sleep(60)', 'lat', 'jobber')});
+sql(qq{SELECT cron.run_job($cut)});
+ok(defined poll_until($node, $db, q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedq cron job' AND query = 'SELECT pg_sleep(60)'}, '1', 30), '(l) a worker runs');
+sql(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'});
+ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_details WHERE jobid = $cut},
+	"job $cut did not finish: its background worker exited before its command ended", 30),
+	'(l) its run says the worker exited');
+sql(qq{SELECT cron.unschedule($cut)});
+
 $node->stop;
 done_testing();
