@@ -37,7 +37,8 @@
 #	  (l) a role that may not call schedule_in_database or alter_job
 #	      cannot write a row naming another database; a job of a database
 #	      of another encoding gets its command, and gives back its error,
-#	      each in the right encoding.
+#	      each in the right encoding; a run whose worker ignores its
+#	      termination ends only when the worker has exited.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -45,6 +46,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use SchedqTest;
 
 my $node = schedq_node('cron_jobs', extension => 'postgres',
@@ -346,6 +348,32 @@ ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_det
 	"job $cut did not finish: its background worker exited before its command ended", 30),
 	'(l) its run says the worker exited');
 sql(qq{SELECT cron.unschedule($cut)});
+
+# a worker that does not heed its termination (blocked reading a FIFO): the
+# run past its timeout waits for it to exit, however long, and the next
+# run starts only then (never twice at once)
+my $fifo = $node->basedir . '/fifo';
+POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!";
+my $stuck = sql(qq{SELECT cron.schedule_in_database('stuck', '\@yearly',
+	\$c\$SELECT pg_read_file('$fifo')\$c\$, 'other')});
+my $log = -s $node->logfile;
+sql(qq{SELECT cron.set_job_options($stuck, timeout => '1 second'); SELECT cron.run_job($stuck)});
+ok(defined poll_until($node, $db, q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedq cron job'}, '1', 30), '(l) a worker blocked in a read');
+$node->wait_for_log(qr/has not exited 1\d{4} ms after it was terminated/, $log);
+is(stays($node, $db, qq{SELECT string_agg(status, ',') FROM cron.job_run_details WHERE jobid = $stuck},
+	'running', 3), undef, '(l) its run waits for it, past 10 s');
+sql(qq{SELECT cron.run_job($stuck)});
+is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'}), '1',
+	'(l) and no second run starts beside it');
+open(my $fh, '>', $fifo) or die "open $fifo: $!";
+close($fh);
+ok(defined poll_until($node, $db, qq{SELECT string_agg(status || ' ' || return_message, ',')
+	FROM cron.job_run_details WHERE jobid = $stuck}, 'failed timeout', 30),
+	'(l) once it has exited, the run ends, as a timeout');
+is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'}), '0',
+	'(l) its worker gone');
+sql(qq{SELECT cron.unschedule($stuck)});
 
 $node->stop;
 done_testing();
