@@ -334,7 +334,8 @@ CREATE TRIGGER job_changed AFTER INSERT OR UPDATE OR DELETE ON cron.job
 
 -- A row naming another database: its job runs there, if the database
 -- exists and the job's user may connect to it (as schedule_in_database and
--- alter_job check, for rows written directly too).  A restore (pg_dump's
+-- alter_job check, for rows written directly too), and if the role that
+-- wrote it may call one of those two.  A restore (pg_dump's
 -- COPY, perhaps into a database of another name) cannot tell the jobs
 -- that ran in the database it came from: its rows naming another
 -- database become jobs of this one, and alter_job moves one back.
@@ -353,6 +354,15 @@ BEGIN
 		NEW.database := current_database();
 	ELSIF TG_OP = 'INSERT' OR NEW.database IS DISTINCT FROM OLD.database
 		  OR NEW.username IS DISTINCT FROM OLD.username THEN
+		-- placed there only by whom schedule_in_database or alter_job lets
+		-- (a superuser, or a role granted one): USAGE on schema cron and
+		-- CONNECT (PUBLIC's by default) must not bypass pg_hba.conf
+		IF (TG_OP = 'INSERT' OR NEW.database IS DISTINCT FROM OLD.database)
+		   AND NOT has_function_privilege('cron.schedule_in_database(text, text, text, text, text, boolean)', 'EXECUTE')
+		   AND NOT has_function_privilege('cron.alter_job(bigint, text, text, text, text, boolean)', 'EXECUTE') THEN
+			PERFORM cron._error('42501', format('permission denied to place job %s in database "%s"', NEW.jobid, NEW.database),
+								NULL, 'A superuser places a job in another database, with cron.schedule_in_database or cron.alter_job.');
+		END IF;
 		PERFORM cron._check_connect(NEW.username, NEW.database);
 	END IF;
 	RETURN NEW;

@@ -12,12 +12,13 @@
  * The run is the task's attempt, with all it promises: the command's error
  * is the attempt's error, with its SQLSTATE; the task's timeout, a cancel
  * or a lost lease end the wait with an error, and the worker is then
- * terminated and waited for (a few seconds at most) before the attempt
- * ends, so that the next run does not start beside it.
+ * terminated and waited for, however long it takes to exit, before the
+ * attempt ends, so that the next run does not start beside it.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -29,41 +30,45 @@
 
 #include "shared/cronrun.h"
 
-/* How long an ending attempt waits for its terminated worker to exit. */
-#define CRONRUN_STOP_WAIT_MS 10000
+/* How often an ending attempt warns that its terminated worker lives on. */
+#define CRONRUN_STOP_WARN_MS 10000
 
 /*
  * On an error or exit while the worker runs: terminate it and wait, with
- * interrupts held, until it has exited or CRONRUN_STOP_WAIT_MS passed.
+ * interrupts held, until it has exited, however long that takes (a
+ * command that does not heed SIGTERM: a C function, a read of a FIFO),
+ * with a WARNING every CRONRUN_STOP_WARN_MS.  The attempt ends only then,
+ * and the next run of the job may start only then: never twice at once.
  */
 static void
 cronrun_stop(int code, Datum arg)
 {
 	BackgroundWorkerHandle *handle =
 		(BackgroundWorkerHandle *) DatumGetPointer(arg);
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   CRONRUN_STOP_WAIT_MS);
+	TimestampTz since = GetCurrentTimestamp();
+	TimestampTz warn = TimestampTzPlusMilliseconds(since, CRONRUN_STOP_WARN_MS);
 	pid_t		pid;
 
 	TerminateBackgroundWorker(handle);
 	HOLD_INTERRUPTS();
 	while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
 	{
-		long left =
-			TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		int rc;
 
-		if (left <= 0)
+		if (GetCurrentTimestamp() >= warn)
 		{
-			ereport(
-				WARNING,
-				errmsg("the background worker of a schedq_cron job (pid %d) "
-					   "has not exited %d ms after it was terminated",
-					   (int) pid, CRONRUN_STOP_WAIT_MS));
-			break;
+			ereport(WARNING,
+					errmsg("the background worker of a schedq_cron job (pid "
+						   "%d) has not exited %ld ms after it was terminated",
+						   (int) pid,
+						   (long) ((GetCurrentTimestamp() - since) / 1000)),
+					errdetail("The job's run ends, and its next may start, "
+							  "when it has exited."));
+			warn = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   CRONRUN_STOP_WARN_MS);
 		}
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_POSTMASTER_DEATH,
-					   Min(left, 100), PG_WAIT_EXTENSION);
+					   100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		if (rc & WL_POSTMASTER_DEATH)
 			break;
@@ -94,6 +99,7 @@ schedq_cronrun_run(Oid dboid, Oid roleid, int64 jobid, const char *command)
 	run->dboid = dboid;
 	run->roleid = roleid;
 	run->jobid = jobid;
+	run->encoding = GetDatabaseEncoding();
 	memcpy(run->command, command, len + 1);
 
 	memset(&worker, 0, sizeof(worker));
@@ -129,6 +135,12 @@ schedq_cronrun_run(Oid dboid, Oid roleid, int64 jobid, const char *command)
 		ereport(FATAL, errcode(ERRCODE_ADMIN_SHUTDOWN),
 				errmsg("the postmaster exited while a schedq_cron job ran"));
 	pg_read_barrier();
+	if (!run->done && run->connected)
+		ereport(ERROR, errcode(ERRCODE_ADMIN_SHUTDOWN),
+				errmsg("job " INT64_FORMAT " did not finish: its background "
+					   "worker exited before its command ended",
+					   jobid),
+				errhint("The server log says why (terminated, say)."));
 	if (!run->done)
 		ereport(ERROR, errcode(ERRCODE_CONNECTION_FAILURE),
 				errmsg("job " INT64_FORMAT " did not run: its background "

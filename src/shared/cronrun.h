@@ -23,10 +23,12 @@ typedef struct CronRun
 	Oid	  dboid;
 	Oid	  roleid;
 	int64 jobid;
+	int	  encoding; /* the caller's database's: the command's, the message's */
 	/* the outcome */
-	bool  done;		/* the worker ran the command (or tried to) */
-	int	  sqlstate; /* its error's, or 0 */
-	int64 rows;		/* the last statement's rows, without an error */
+	bool  connected; /* the worker connected to the database */
+	bool  done;		 /* the worker ran the command (or tried to) */
+	int	  sqlstate;	 /* its error's, or 0 */
+	int64 rows;		 /* the last statement's rows, without an error */
 	char  message[CRONRUN_MESSAGE_MAX + 1];
 	char  command[FLEXIBLE_ARRAY_MEMBER];
 } CronRun;

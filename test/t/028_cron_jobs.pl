@@ -34,6 +34,11 @@
 #	      timeout ends the run and the worker with it; a user that lost
 #	      CONNECT gets a failed run that says so; no session and no other
 #	      job can make it run.
+#	  (l) a role that may not call schedule_in_database or alter_job
+#	      cannot write a row naming another database; a job of a database
+#	      of another encoding gets its command, and gives back its error,
+#	      each in the right encoding; a run whose worker ignores its
+#	      termination ends only when the worker has exited.
 #-------------------------------------------------------------------------
 use strict;
 use warnings;
@@ -41,10 +46,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use SchedqTest;
 
 my $node = schedq_node('cron_jobs', extension => 'postgres',
-	conf => "schedq.sql_workers = 4\n");
+	conf => "schedq.sql_workers = 4\nmax_worker_processes = 16\n");
 my $db = 'postgres';
 $node->safe_psql($db, q{
 	CREATE EXTENSION schedq_cron;
@@ -288,6 +294,86 @@ ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_det
 	"cron._run_elsewhere($far) runs only in a run of that job", 30),
 	'(k) nor another role\'s job');
 sql(qq{SELECT cron.unschedule($far); SELECT cron.unschedule($pry2)});
+
+# (l)
+# a row naming another database, written directly by a role with USAGE on
+# schema cron and CONNECT there (PUBLIC's), but neither
+# schedule_in_database nor alter_job: refused, nothing written
+($ret, $out, $err) = $node->psql($db, q{SET ROLE jobber;
+	INSERT INTO cron.job (schedule, command, database) VALUES ('@yearly', 'SELECT 1', 'other')});
+like($err, qr/permission denied to place job \d+ in database "other"/,
+	'(l) USAGE on schema cron does not place a job in another database');
+my $mine = sql(q{SET ROLE jobber; SELECT cron.schedule('mine', '@yearly', 'SELECT 1')});
+($ret, $out, $err) = $node->psql($db, qq{SET ROLE jobber;
+	UPDATE cron.job SET database = 'other' WHERE jobid = $mine});
+like($err, qr/permission denied to place job $mine in database "other"/,
+	'(l) nor moves one there');
+is(sql(q{SELECT count(*) FROM cron.job WHERE database <> current_database()}), '0',
+	'(l) nothing written');
+sql(qq{GRANT EXECUTE ON FUNCTION cron.schedule_in_database TO jobber;
+	SET ROLE jobber; UPDATE cron.job SET database = 'other' WHERE jobid = $mine;
+	RESET ROLE; REVOKE EXECUTE ON FUNCTION cron.schedule_in_database FROM jobber});
+is(sql(qq{SELECT database FROM cron.job WHERE jobid = $mine}), 'other',
+	'(l) a role granted schedule_in_database does');
+sql(qq{SELECT cron.unschedule($mine)});
+
+# a database of another encoding: the command arrives in its encoding, the
+# error comes back in this one's
+sql(q{CREATE DATABASE lat TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C'});
+$node->safe_psql('lat', q{CREATE TABLE seen (t text); GRANT INSERT ON seen TO jobber});
+my $enc = sql(q{SELECT cron.schedule_in_database('enc', '@yearly',
+	$c$INSERT INTO public.seen VALUES ('café'); DO $d$BEGIN RAISE 'bad %', chr(233); END$d$$c$,
+	'lat', 'jobber')});
+sql(qq{SELECT cron.run_job($enc)});
+ok(defined poll_until($node, $db, qq{SELECT count(*) FROM cron.job_run_details
+	WHERE jobid = $enc AND status <> 'running'}, '1', 30), '(l) a job of a LATIN1 database ran');
+is(sql(qq{SELECT convert_from(convert_to(return_message, 'UTF8'), 'UTF8')
+	FROM cron.job_run_details WHERE jobid = $enc}), 'bad é',
+	'(l) its error, in this database\'s encoding');
+sql(qq{SELECT cron.alter_job($enc, command => \$c\$INSERT INTO public.seen VALUES ('café')\$c\$)});
+sql(qq{SELECT cron.run_job($enc)});
+ok(defined poll_until($node, 'lat', q{SELECT count(*) FROM seen}, '1', 30), '(l) its command ran');
+is($node->safe_psql('lat', q{SELECT convert_to(t, 'LATIN1') FROM seen}), '\x636166e9',
+	'(l) in that database\'s encoding');
+sql(qq{SELECT cron.unschedule($enc)});
+
+# its worker terminated (DROP DATABASE ... WITH (FORCE), say): the run
+# says so, not that it could not connect
+my $cut = sql(q{SELECT cron.schedule_in_database('cut', '@yearly', 'SELECT pg_sleep(60)', 'lat', 'jobber')});
+sql(qq{SELECT cron.run_job($cut)});
+ok(defined poll_until($node, $db, q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedq cron job' AND query = 'SELECT pg_sleep(60)'}, '1', 30), '(l) a worker runs');
+sql(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'});
+ok(defined poll_until($node, $db, qq{SELECT return_message FROM cron.job_run_details WHERE jobid = $cut},
+	"job $cut did not finish: its background worker exited before its command ended", 30),
+	'(l) its run says the worker exited');
+sql(qq{SELECT cron.unschedule($cut)});
+
+# a worker that does not heed its termination (blocked reading a FIFO): the
+# run past its timeout waits for it to exit, however long, and the next
+# run starts only then (never twice at once)
+my $fifo = $node->basedir . '/fifo';
+POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!";
+my $stuck = sql(qq{SELECT cron.schedule_in_database('stuck', '\@yearly',
+	\$c\$SELECT pg_read_file('$fifo')\$c\$, 'other')});
+my $log = -s $node->logfile;
+sql(qq{SELECT cron.set_job_options($stuck, timeout => '1 second'); SELECT cron.run_job($stuck)});
+ok(defined poll_until($node, $db, q{SELECT count(*) FROM pg_stat_activity
+	WHERE backend_type = 'schedq cron job'}, '1', 30), '(l) a worker blocked in a read');
+$node->wait_for_log(qr/has not exited 1\d{4} ms after it was terminated/, $log);
+is(stays($node, $db, qq{SELECT string_agg(status, ',') FROM cron.job_run_details WHERE jobid = $stuck},
+	'running', 3), undef, '(l) its run waits for it, past 10 s');
+sql(qq{SELECT cron.run_job($stuck)});
+is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'}), '1',
+	'(l) and no second run starts beside it');
+open(my $fh, '>', $fifo) or die "open $fifo: $!";
+close($fh);
+ok(defined poll_until($node, $db, qq{SELECT string_agg(status || ' ' || return_message, ',')
+	FROM cron.job_run_details WHERE jobid = $stuck}, 'failed timeout', 30),
+	'(l) once it has exited, the run ends, as a timeout');
+is(sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'schedq cron job'}), '0',
+	'(l) its worker gone');
+sql(qq{SELECT cron.unschedule($stuck)});
 
 $node->stop;
 done_testing();
