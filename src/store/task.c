@@ -426,7 +426,7 @@ bool
 schedq_task_citus_table(Oid relid)
 {
 	Oid dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
-	Oid			index;
+	Oid index;
 	AttrNumber	att;
 	Relation	prel;
 	ScanKeyData key;
