@@ -24,6 +24,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -97,11 +98,16 @@ static SchedqQuery q_insert_dedup_citus =
 							 " AND status IN " TASK_LIVE_SQL
 							 " DO NOTHING RETURNING id",
 				 TASK_INSERT_TYPES);
+/*
+ * The owner by name ($4), cast on the shard's node: Citus sends the
+ * INSERT's owner there as a role name, which that node turns into its own
+ * OID of the role, and a role's OIDs differ from node to node.
+ */
 static SchedqQuery q_find_dedup_citus =
 	SCHEDQ_QUERY("SELECT id FROM schedq.task"
-				 " WHERE queue = $3 AND owner = $2::regrole AND dedup_key = $1"
+				 " WHERE queue = $3 AND owner = $4::regrole AND dedup_key = $1"
 				 "   AND status IN " TASK_LIVE_SQL,
-				 TEXTOID, OIDOID, TEXTOID);
+				 TEXTOID, OIDOID, TEXTOID, TEXTOID);
 
 /*
  * Check the options that refer to other rows: budgets, the run and the
@@ -324,6 +330,7 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 	char  nulls[TASK_NUM_OPTIONS + 2];
 	bool  isnull;
 	bool  distributed;
+	Datum owner_name = (Datum) 0;
 
 	insert_check_references(call, opts);
 
@@ -342,6 +349,9 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 	 */
 	insert_params(call, opts, insert_status(opts), values, nulls);
 	distributed = schedq_task_distributed();
+	if (distributed)
+		owner_name = CStringGetTextDatum(
+			quote_identifier(GetUserNameFromId(call->caller, false)));
 	for (int tries = 0; tries < 3; tries++)
 	{
 		if (schedq_plan_run(distributed ? &q_insert_dedup_citus :
@@ -356,7 +366,7 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 		if (schedq_plan_run(distributed ? &q_find_dedup_citus : &q_find_dedup,
 							(Datum[]){ opts->v[OPT_DEDUP_KEY],
 									   ObjectIdGetDatum(call->caller),
-									   opts->v[OPT_QUEUE] },
+									   opts->v[OPT_QUEUE], owner_name },
 							NULL, 0, SPI_OK_SELECT) == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1,

@@ -324,6 +324,23 @@ ok "the task holding the key is done" \
 k3=$(q coord "SELECT schedq.submit('k', queue => 'dq1', dedup_key => 'dk')" 2>&1)
 ok "then a submit with its dedup_key makes a new task" \
 	"$(echo "$k3" | grep -v "^$k1\$" | grep -c '^[1-9][0-9]*$')" 1
+# A role whose OID on the coordinator differs from its OID on the
+# workers: its submits through the coordinator (delegated) and in
+# transaction blocks (routed from the coordinator), four of each at once,
+# find one task.
+q coord "CREATE ROLE schedq_app LOGIN; GRANT USAGE ON SCHEMA schedq TO schedq_app;
+	GRANT EXECUTE ON FUNCTION schedq.submit TO schedq_app; GRANT SELECT ON schedq.task TO schedq_app" >/dev/null
+ok "schedq_app has one OID on the workers, another on the coordinator" \
+	"$(for n in coord w1 w2; do q "$n" "SELECT oid FROM pg_roles WHERE rolname = 'schedq_app'"; done | sort -u | wc -l)" 2
+: >"$WORK/dedup-app.out"
+for s in 1 2 3 4; do
+	cpsql coord -At -U schedq_app -c "SELECT schedq.submit('k', queue => 'dq4', dedup_key => 'da')" >>"$WORK/dedup-app.out" 2>&1 &
+	cpsql coord -At -U schedq_app -c "BEGIN" -c "SELECT schedq.submit('k', queue => 'dq4', dedup_key => 'da')" -c "COMMIT" >>"$WORK/dedup-app.out" 2>&1 &
+done
+wait
+ok "its eight submits, delegated and routed, return one id, no error" \
+	"$(sort -u "$WORK/dedup-app.out" | wc -l)$(grep -c '^[1-9][0-9]*$' "$WORK/dedup-app.out")" 18
+ok "one task of schedq_app stored" "$(q coord "SELECT count(*) FROM schedq.task WHERE queue = 'dq4'")" 1
 limit()
 {
 	local out
