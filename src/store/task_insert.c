@@ -12,7 +12,8 @@
  * live task per owner and key; INSERT ... ON CONFLICT DO NOTHING waits for
  * a concurrent inserter of the same key to finish, so concurrent submits
  * of one role with one key create one task and all return its id.  Keys
- * are per owner, so another role's key never conflicts and never shows.
+ * are per owner, so another role's key never conflicts and never shows;
+ * on a schedq.task that Citus distributes, per owner and queue.
  * Such an insert always takes the statement; every other goes without the
  * executor where the table lets it (store/direct.c).
  *-------------------------------------------------------------------------
@@ -23,6 +24,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -84,6 +86,28 @@ static SchedqQuery q_find_dedup =
 				 " WHERE owner = $2::regrole AND dedup_key = $1"
 				 "   AND status IN " TASK_LIVE_SQL,
 				 TEXTOID, OIDOID);
+/*
+ * The same on a schedq.task that Citus distributes by queue: its dedup
+ * index is (owner, dedup_key, queue) (schedq.distribute), so keys are
+ * unique per owner and queue, and each statement names the queue, so
+ * that it goes to the queue's shard.
+ */
+static SchedqQuery q_insert_dedup_citus =
+	SCHEDQ_QUERY(TASK_INSERT " ON CONFLICT (owner, dedup_key, queue)"
+							 " WHERE dedup_key IS NOT NULL"
+							 " AND status IN " TASK_LIVE_SQL
+							 " DO NOTHING RETURNING id",
+				 TASK_INSERT_TYPES);
+/*
+ * The owner by name ($4), cast on the shard's node: Citus sends the
+ * INSERT's owner there as a role name, which that node turns into its own
+ * OID of the role, and a role's OIDs differ from node to node.
+ */
+static SchedqQuery q_find_dedup_citus =
+	SCHEDQ_QUERY("SELECT id FROM schedq.task"
+				 " WHERE queue = $3 AND owner = $4::regrole AND dedup_key = $1"
+				 "   AND status IN " TASK_LIVE_SQL,
+				 TEXTOID, OIDOID, TEXTOID, TEXTOID);
 
 /*
  * Check the options that refer to other rows: budgets, the run and the
@@ -305,6 +329,8 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 	Datum values[TASK_NUM_OPTIONS + 2];
 	char  nulls[TASK_NUM_OPTIONS + 2];
 	bool  isnull;
+	bool  distributed;
+	Datum owner_name = (Datum) 0;
 
 	insert_check_references(call, opts);
 
@@ -322,19 +348,25 @@ schedq_task_insert_one(SchedqCall *call, SchedqTaskOptions *opts)
 	 * holder may finish between the two statements, so try a few times.
 	 */
 	insert_params(call, opts, insert_status(opts), values, nulls);
+	distributed = schedq_task_distributed();
+	if (distributed)
+		owner_name = CStringGetTextDatum(
+			quote_identifier(GetUserNameFromId(call->caller, false)));
 	for (int tries = 0; tries < 3; tries++)
 	{
-		if (schedq_plan_run(&q_insert_dedup, values, nulls, 0,
-							SPI_OK_INSERT_RETURNING) == 1)
+		if (schedq_plan_run(distributed ? &q_insert_dedup_citus :
+										  &q_insert_dedup,
+							values, nulls, 0, SPI_OK_INSERT_RETURNING) == 1)
 		{
 			schedq_metrics_count(METRIC_TASKS_SUBMITTED, 1);
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1,
 											   &isnull));
 		}
-		if (schedq_plan_run(&q_find_dedup,
+		if (schedq_plan_run(distributed ? &q_find_dedup_citus : &q_find_dedup,
 							(Datum[]){ opts->v[OPT_DEDUP_KEY],
-									   ObjectIdGetDatum(call->caller) },
+									   ObjectIdGetDatum(call->caller),
+									   opts->v[OPT_QUEUE], owner_name },
 							NULL, 0, SPI_OK_SELECT) == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1,

@@ -15,7 +15,10 @@
 #	       shutdown): no committed task lost, none done twice;
 #	    then the claims schedq refuses on a cluster (0A000), schedq.fail
 #	    (retried at once, failed for good, pending after a back-off,
-#	    stale), schedq.cancel (retry refused), and prints the calls Citus
+#	    stale), schedq.cancel, schedq.retry (once, on both workers, its
+#	    dedup check per queue, a gated task pending), submit with a
+#	    dedup_key (one live task per key and queue, also from eight
+#	    sessions at once), and prints the calls Citus
 #	    still refuses;
 #	    4. schedq's own scheduler stands aside on every node (due schedules
 #	       stay enabled); the design's per-node passes (passes.sql): the
@@ -221,14 +224,124 @@ ok "schedq.fail with a back-off leaves the task pending" \
 ok "a stale token's fail changes nothing" \
 	"$(q coord "SELECT schedq.fail(token, 'w') FROM schedq.claim('w', queues => '{q1}') c, LATERAL (SELECT schedq.complete(c.token)) d")" stale
 # cancel: a running task is canceled once, and its worker's complete then
-# changes nothing; retry is refused.
+# changes nothing.
 tok=$(q coord "SELECT token FROM schedq.claim('w', queues => '{q2}')")
 cid=$(q coord "SELECT id FROM schedq.task WHERE queue = 'q2' AND status = 'running' ORDER BY started_at DESC LIMIT 1")
 ok "schedq.cancel of a running task, then again" \
 	"$(q coord "SELECT schedq.cancel($cid) || ' ' || schedq.cancel($cid)")" "true false"
 ok "the canceled task's complete changes nothing" "$(q coord "SELECT schedq.complete('$tok')")" f
 ok "the task is canceled" "$(q coord "SELECT status FROM schedq.task WHERE id = $cid")" canceled
-ok "schedq.retry is refused (0A000)" "$(sqlstate coord "SELECT schedq.retry($cid)")" 0A000
+# retry: each statement names the task's queue.  The canceled task runs
+# again once; the failed task of fq gets a fresh allowance and runs once
+# more; tasks of eight queues, on both workers, each retried once by four
+# sessions at once; the dedup check within the queue (dedup keys are
+# unique per role and queue on a cluster); a gated task goes back to
+# pending; what stays refused.
+ok "schedq.retry of the canceled task, then again" \
+	"$(q coord "SELECT schedq.retry($cid) || ' ' || schedq.retry($cid)")" "true false"
+ok "the retried task is available, a fresh allowance, unfinished" \
+	"$(q coord "SELECT status || ' ' || (retry_base = attempts) || ' ' || (finished_at IS NULL) FROM schedq.task WHERE id = $cid")" "available true true"
+fid=$(q coord "SELECT id FROM schedq.task WHERE queue = 'fq'")
+ok "schedq.retry of the task that failed for good" "$(q coord "SELECT schedq.retry($fid)")" t
+ok "its next attempt (3) is claimed and fails with a retry: a fresh allowance of 2" \
+	"$(q coord "SELECT c.attempt || ' ' || schedq.fail(c.token, 'again', retry_in => '0') FROM schedq.claim('w', queues => '{fq}') c")" "3 available"
+ok "then done, once" \
+	"$(q coord "SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{fq}')")" t
+ok "the task of fq: done after attempt 4, retry_base 2" \
+	"$(q coord "SELECT status || ' ' || attempts || ' ' || retry_base FROM schedq.task WHERE queue = 'fq'")" "done 4 2"
+for i in 1 2 3 4 5 6 7 8; do
+	q coord "SELECT schedq.submit('r', queue => 'rq$i')" >/dev/null
+done
+rids=$(q coord "SELECT id FROM schedq.task WHERE queue LIKE 'rq_' ORDER BY id")
+for id in $rids; do
+	q coord "SELECT schedq.cancel($id)" >/dev/null
+done
+ok "the tasks of rq1..rq8 are on both workers" \
+	"$(q coord "SELECT count(DISTINCT p.nodeport) FROM generate_series(1, 8) i
+	  JOIN pg_dist_shard_placement p ON p.shardid = get_shard_id_for_distribution_column('schedq.task', 'rq' || i)
+	 WHERE p.nodeport <> $CITUS_PORT")" 2
+: >"$WORK/retry.out"
+for id in $rids; do
+	for s in 1 2 3 4; do
+		q coord "SELECT schedq.retry($id)" >>"$WORK/retry.out" 2>&1 &
+	done
+done
+wait
+ok "four sessions each, all at once, retry the 8 tasks: one retry each, no error" \
+	"$(sort "$WORK/retry.out" | uniq -c | awk '{ printf "%s%s:%s", sep, $2, $1; sep = " " }')" "f:24 t:8"
+ok "the 8 tasks are available again, each with its attempts unchanged" \
+	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'rq_' AND status = 'available' AND attempts = 0 AND retry_base = 0")" 8
+# dedup keys: a finished task of rq1 holding d is not retried while a live
+# task of rq1 holds d (23505, nothing changed), while a live task of rq2
+# holding d does not stop it.
+did=$(q coord "SELECT schedq.submit('r', queue => 'rq1', dedup_key => 'd')")
+q coord "SELECT schedq.cancel($did)" >/dev/null
+hid=$(q coord "SELECT schedq.submit('r', queue => 'rq1', dedup_key => 'd')")
+q coord "SELECT schedq.submit('r', queue => 'rq2', dedup_key => 'd')" >/dev/null
+ok "schedq.retry while a live task of the same queue holds its dedup_key is refused (23505)" \
+	"$(sqlstate coord "SELECT schedq.retry($did)")" 23505
+ok "the refused retry changed nothing" "$(q coord "SELECT status || ' ' || (finished_at IS NOT NULL) FROM schedq.task WHERE id = $did")" "canceled true"
+q coord "SELECT schedq.cancel($hid)" >/dev/null
+ok "a live task of another queue holding the same dedup_key does not stop it" \
+	"$(q coord "SELECT schedq.retry($did)")" t
+gid=$(q coord "SELECT id FROM schedq.task WHERE queue = 'rq3'")
+q coord "UPDATE schedq.task SET lock_key = 'l' WHERE id = $gid" >/dev/null
+q coord "SELECT schedq.cancel($gid)" >/dev/null
+ok "schedq.retry of a gated task leaves it pending" \
+	"$(q coord "SELECT schedq.retry($gid)")$(q coord "SELECT status FROM schedq.task WHERE id = $gid")" tpending
+ok "schedq.retry of a live task returns false" "$(q coord "SELECT schedq.retry($gid)")" f
+ok "schedq.retry of a missing task returns false" "$(q coord "SELECT schedq.retry(-1)")" f
+ok "schedq.retry(NULL) is refused (22004)" "$(sqlstate coord "SELECT schedq.retry(NULL)")" 22004
+q coord "CREATE ROLE schedq_plain; GRANT USAGE ON SCHEMA schedq TO schedq_plain;
+	GRANT EXECUTE ON FUNCTION schedq.retry(bigint), schedq.cancel(bigint) TO schedq_plain" >/dev/null
+ok "schedq.retry by a role that is not an admin is refused (0A000)" \
+	"$(sqlstate coord "SET ROLE schedq_plain; SELECT schedq.retry($did)")" 0A000
+# submit with a dedup_key: one live task per role, key and queue, found by
+# a second submit through the coordinator (delegated to the queue's node)
+# or in a transaction block (routed from the coordinator), and by eight
+# sessions submitting at once; another queue gets a task of its own; a
+# finished holder no longer holds the key.
+k1=$(q coord "SELECT schedq.submit('k', queue => 'dq1', dedup_key => 'dk')" 2>&1)
+ok "schedq.submit with a dedup_key returns an id" "$(echo "$k1" | grep -c '^[1-9][0-9]*$')" 1
+ok "a second submit with the same dedup_key and queue returns the live task" \
+	"$(q coord "SELECT schedq.submit('k', queue => 'dq1', dedup_key => 'dk')")" "$k1"
+ok "so does one in a transaction block" \
+	"$(cpsql coord -At -c "BEGIN" -c "SELECT schedq.submit('k', queue => 'dq1', dedup_key => 'dk')" -c "COMMIT")" "$k1"
+k2=$(q coord "SELECT schedq.submit('k', queue => 'dq2', dedup_key => 'dk')" 2>&1)
+ok "the same dedup_key in another queue is a task of its own" \
+	"$(echo "$k2" | grep -v "^$k1\$" | grep -c '^[1-9][0-9]*$')" 1
+: >"$WORK/dedup.out"
+for s in 1 2 3 4 5 6 7 8; do
+	q coord "SELECT schedq.submit('k', queue => 'dq3', dedup_key => 'dc')" >>"$WORK/dedup.out" 2>&1 &
+done
+wait
+ok "eight sessions submit one dedup_key at once: one id for all, no error" \
+	"$(sort -u "$WORK/dedup.out" | wc -l)$(grep -c '^[0-9][0-9]*$' "$WORK/dedup.out")" 18
+ok "one task per dedup_key and queue stored" \
+	"$(q coord "SELECT string_agg(queue || ':' || n, ' ' ORDER BY queue) FROM (SELECT queue, count(*) n FROM schedq.task WHERE dedup_key IN ('dk', 'dc') GROUP BY queue) x")" "dq1:1 dq2:1 dq3:1"
+ok "the task holding the key is done" \
+	"$(q coord "SELECT id || ' ' || schedq.complete(token) FROM schedq.claim('w', queues => '{dq1}')")" "$k1 true"
+k3=$(q coord "SELECT schedq.submit('k', queue => 'dq1', dedup_key => 'dk')" 2>&1)
+ok "then a submit with its dedup_key makes a new task" \
+	"$(echo "$k3" | grep -v "^$k1\$" | grep -c '^[1-9][0-9]*$')" 1
+# A role whose OID on the coordinator differs from its OID on the
+# workers: its submits through the coordinator (delegated) and in
+# transaction blocks (routed from the coordinator), four of each at once,
+# find one task.
+q coord "CREATE ROLE schedq_app LOGIN; GRANT USAGE ON SCHEMA schedq TO schedq_app;
+	GRANT EXECUTE ON FUNCTION schedq.submit TO schedq_app; GRANT SELECT ON schedq.task TO schedq_app" >/dev/null
+app_oid=$(q coord "SELECT oid FROM pg_roles WHERE rolname = 'schedq_app'")
+ok "schedq_app's OID on the coordinator is not its OID on either worker" \
+	"$(for n in w1 w2; do q "$n" "SELECT oid FROM pg_roles WHERE rolname = 'schedq_app'"; done | grep -c "^$app_oid\$")" 0
+: >"$WORK/dedup-app.out"
+for s in 1 2 3 4; do
+	cpsql coord -At -U schedq_app -c "SELECT schedq.submit('k', queue => 'dq4', dedup_key => 'da')" >>"$WORK/dedup-app.out" 2>&1 &
+	cpsql coord -At -U schedq_app -c "BEGIN" -c "SELECT schedq.submit('k', queue => 'dq4', dedup_key => 'da')" -c "COMMIT" >>"$WORK/dedup-app.out" 2>&1 &
+done
+wait
+ok "its eight submits, delegated and routed, return one id, no error" \
+	"$(sort -u "$WORK/dedup-app.out" | wc -l)$(grep -c '^[1-9][0-9]*$' "$WORK/dedup-app.out")" 18
+ok "one task of schedq_app stored" "$(q coord "SELECT count(*) FROM schedq.task WHERE queue = 'dq4'")" 1
 limit()
 {
 	local out
@@ -237,7 +350,6 @@ limit()
 }
 limit "SELECT schedq.pause_queue('q1')"
 limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
-limit "SELECT schedq.submit('k', queue => 'q1', dedup_key => 'd')"
 echo "#   known limit: scheduler passes failed on the nodes so far:" \
 	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed: could not create distributed plan')"
 
