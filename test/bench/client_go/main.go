@@ -2,8 +2,9 @@
 // no-op tasks with 8 handlers in one process, either through the client
 // library (-mode lib: schedq.Worker, Concurrency 8, batches of 8) or
 // through the same statements without it (-mode raw: one loop calling
-// schedq.complete_and_claim with the tokens of the last batch of 8, the
-// no-op handlers run in turn).  The connection comes from the
+// schedq.complete_and_claim, the library's statement with its arguments,
+// with the tokens of the last batch of 8, the no-op handlers run in
+// turn).  The connection comes from the
 // environment (PGHOST, PGPORT, ...).  Prints its CPU time (user + system,
 // milliseconds) as cpu_ms=N at the end.
 package main
@@ -15,6 +16,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v4/pgxpool"
 	"schedq.dev/schedq"
@@ -64,19 +66,31 @@ func lib(ctx context.Context, pool *pgxpool.Pool, handlers int, n int64) error {
 }
 
 func raw(ctx context.Context, pool *pgxpool.Pool, handlers int) error {
+	// The library's statement (clients/go/claim.go), with its arguments:
+	// the same columns, the worker's caps and lease.
+	const claimSQL = `SELECT id, attempt, queue, kind, payload, priority, run_id,
+	       lease_expires_at, token
+	  FROM schedq.complete_and_claim($1::text[], $2::text, $3::text[]::jsonb[],
+	       queues => $4::text[], caps => $5::text[], n => $6::integer,
+	       lease => $7::interval)`
 	tokens := []string{}
+	results := []*string{}
 	for {
-		rows, err := pool.Query(ctx, `SELECT kind, payload, token
-			  FROM schedq.complete_and_claim($1::text[], 'bench-raw', NULL, n => $2)`,
-			tokens, handlers)
+		rows, err := pool.Query(ctx, claimSQL, tokens, "bench-raw", results, nil,
+			[]string{}, handlers, 30*time.Second)
 		if err != nil {
 			return err
 		}
 		next := []string{}
 		for rows.Next() {
-			var kind, token string
+			var id, attempt int64
+			var priority int32
+			var runID *int64
+			var queue, kind, token string
 			var payload []byte
-			if err := rows.Scan(&kind, &payload, &token); err != nil {
+			var lease time.Time
+			if err := rows.Scan(&id, &attempt, &queue, &kind, &payload, &priority,
+				&runID, &lease, &token); err != nil {
 				return err
 			}
 			next = append(next, token) // the no-op handler
@@ -84,6 +98,7 @@ func raw(ctx context.Context, pool *pgxpool.Pool, handlers int) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		results = make([]*string, len(next)) // each NULL, as the library sends
 		if len(next) == 0 && len(tokens) > 0 {
 			tokens = next
 			continue // the last completions committed; one more look
