@@ -348,7 +348,7 @@ BEGIN
 	IF NEW.database IS NULL OR NEW.database = current_database() THEN
 		NEW.database := current_database();
 	ELSIF cron._restoring() THEN
-		RAISE NOTICE 'job % names database "%": it runs in "%", where it is', NEW.jobid,
+		RAISE WARNING 'job % names database "%": it runs in "%", where it is', NEW.jobid,
 			NEW.database, current_database()
 			USING HINT = 'cron.alter_job(job_id, database => ...) moves it to another database.';
 		NEW.database := current_database();

@@ -515,6 +515,8 @@ executor_run(ExecutorTask *task)
 		if (executor_timed_out(task))
 			ereport(ERROR, errcode(ERRCODE_QUERY_CANCELED),
 					errmsg("canceling statement due to statement timeout"));
+		/* complete's statement starts now: the task's finished_at */
+		SetCurrentStatementStartTimestamp();
 		if (!executor_report(task, NULL, false, rows))
 			ereport(
 				ERROR, errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

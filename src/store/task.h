@@ -54,9 +54,13 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
 	" (lock_key IS NOT NULL OR concurrency_key IS NOT NULL"                    \
 	" OR depends_on <> '{}') "
 
-/* What complete sets: $4 is the result (store/direct_update.c writes the same). */
+/*
+ * What complete sets: $4 is the result (attempt_complete_direct writes the
+ * same).  finished_at is the completing statement's start, not its
+ * transaction's: a command and its complete share one (the SQL executor's).
+ */
 #define TASK_COMPLETE_SET                                                      \
-	" SET status = 'done', result = $4, finished_at = now()"
+	" SET status = 'done', result = $4, finished_at = statement_timestamp()"
 
 /* Most tasks one call handles: claim's n, complete_many's tokens. */
 #define TASK_MAX_BATCH 1000

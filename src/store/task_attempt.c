@@ -398,7 +398,7 @@ attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce, Datum result,
 	{
 		Datum values[3] = { CStringGetTextDatum("done"), result,
 							TimestampTzGetDatum(
-								GetCurrentTransactionStartTimestamp()) };
+								GetCurrentStatementStartTimestamp()) };
 		bool  nulls[3] = { false, result_null, false };
 
 		(void) schedq_direct_update(&dw, old, lengthof(cols), cols, values,

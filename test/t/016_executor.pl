@@ -12,7 +12,8 @@
 #	      ones leaving is t/020_worker_slots.pl's.)
 #	  (e) backpressure: with one executor, five 0.5 s tasks run one at a
 #	      time (the others wait 'available'), all end done, their
-#	      statements never overlap.
+#	      statements never overlap; each one's finished_at is after its
+#	      command ran.
 #	  (b) runs as the owner: a role's task has that role's privileges and
 #	      no more (permission denied on another's table; SET ROLE, SET/RESET
 #	      SESSION AUTHORIZATION, RESET ROLE, set_config('role') all refused);
@@ -248,6 +249,13 @@ is( $node->safe_psql('postgres',
 	'(e) the five statements ran one after another, never overlapping');
 is($node->safe_psql('postgres', executors_of('postgres')),
 	$one, '(e) by the one executor, which is still the same process');
+# A task's started_at and finished_at span its statement: a 0.5 s command
+# ends at least 0.5 s after it started (finished_at is when complete ran,
+# not when the transaction that ran the command began).
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE finished_at - started_at >= interval '0.5 s')"
+		  . " FROM schedq.task WHERE id IN ($ids)"),
+	'5', '(e) each task\'s finished_at is after its command ran');
 
 set_workers(2);
 
