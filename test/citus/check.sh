@@ -13,7 +13,12 @@
 #	       no task claimed twice;
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
-#	    then the claims schedq refuses on a cluster (0A000), schedq.fail
+#	    then the claims schedq refuses on a cluster (0A000); claim_queue
+#	    with wait, run by Citus on its queue's node: woken there by a
+#	    submit through the coordinator and by one through the other
+#	    worker, three tasks to eight waiting claims each claimed once,
+#	    the wait ending with no row, refused (0A000) in a transaction
+#	    block; schedq.fail
 #	    (retried at once, failed for good, pending after a back-off,
 #	    stale), schedq.cancel, schedq.retry (once, on both workers, its
 #	    dedup check per queue, a gated task pending), submit with a
