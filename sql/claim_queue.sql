@@ -31,10 +31,10 @@ SELECT id = :gpu_id AS gpu, attempt FROM schedq.claim_queue('qa', 'w', caps => '
 
 -- lease, as claim's; the token verifies.
 SELECT schedq.submit('leased', queue => 'qc') AS leased_id \gset
-SELECT lease_expires_at - now() BETWEEN interval '9 minutes' AND interval '10 minutes' AS lease_ok,
-	   (schedq.verify_grant(token)).task_id = :leased_id AS token_ok
+SELECT lease_expires_at - now() BETWEEN interval '9 minutes' AND interval '11 minutes' AS lease_ok,
+	   id = :leased_id AS leased, schedq.verify_grant(token) AS token
   FROM schedq.claim_queue('qc', 'w', lease => '10 minutes');
-SELECT status, claimed_by, attempts FROM schedq.task WHERE id = :leased_id;
+SELECT status, claimed_by, attempts, lease FROM schedq.task WHERE id = :leased_id;
 
 -- A paused queue gives nothing.
 SELECT schedq.submit('paused', queue => 'qp') AS paused_id \gset
