@@ -1,15 +1,19 @@
 /*-------------------------------------------------------------------------
  * api/claim.c
- *	  schedq.claim and schedq._claim_sql: take available tasks, waiting
- *	  for one when asked to; schedq.complete_and_claim: finish the tasks
- *	  of a worker's last claim and take the next ones in one transaction.
+ *	  schedq.claim, schedq.claim_queue and schedq._claim_sql: take
+ *	  available tasks, waiting for one when asked to;
+ *	  schedq.complete_and_claim: finish the tasks of a worker's last claim
+ *	  and take the next ones in one transaction.
  *
  * A claim checks its arguments, starts at the claim floor with a fresh
  * nonce and takes what the claim rule allows (store/task_claim.c); each
  * claimed task is returned with a signed token naming that attempt
  * (shared/token.c).  A claim that finds nothing may wait: it registers as
  * a waiter (shared/wake.c) and sleeps until a task it could take is
- * committed.
+ * committed.  On a distributed schedq only claim_queue waits, and only on
+ * the node that holds its queue's shard (where Citus runs it): that
+ * node's submits wake it, and it looks again once a second for what they
+ * do not (docs/scale-out.md).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -160,16 +164,18 @@ claim_wait(ClaimArgs *args)
 	{
 		for (;;)
 		{
+			TimestampTz until;
+
 			schedq_wake_register(args->req.queues, args->req.caps, false);
 			taken = claim_once(args);
 			if (taken > 0)
 				break;
 			schedq_await_pass_on();
-			if (!schedq_wake_sleep(
-					args->relook_us > 0 ?
-						Min(deadline, GetCurrentTimestamp() + args->relook_us) :
-						deadline,
-					SCHEDQ_WAIT_EVENT("SchedqClaim")) &&
+			/* a distributed claim_queue also looks again once in a while */
+			until = deadline;
+			if (args->relook_us > 0)
+				until = Min(deadline, GetCurrentTimestamp() + args->relook_us);
+			if (!schedq_wake_sleep(until, SCHEDQ_WAIT_EVENT("SchedqClaim")) &&
 				GetCurrentTimestamp() >= deadline)
 				break;
 		}
@@ -378,11 +384,11 @@ schedq_claim_queue(PG_FUNCTION_ARGS)
 	{
 		/* wake-ups are one node's: those of the node with the queue's shard */
 		if (!schedq_task_citus_queue_local(queue))
-			ereport(
-				ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("on a distributed schedq, claim_queue waits only on "
-					   "the node that holds its queue's tasks"),
-				errhint("Call it through the coordinator outside a "
+			ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("on a distributed schedq, claim_queue waits only on "
+						   "the node that holds its queue's tasks"),
+					errhint(
+						"Call it through the coordinator outside a "
 						"transaction block, as a statement of its own, so "
 						"that Citus runs it there; or claim without wait."));
 		args.relook_us = CLAIM_CITUS_RELOOK_USECS;

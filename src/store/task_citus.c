@@ -301,6 +301,6 @@ schedq_task_citus_queue_local(Datum queue)
 {
 	Datum values[1] = { queue };
 
-	return schedq_plan_run(&citus_queue_local, values, NULL, 1,
-						   SPI_OK_SELECT) > 0;
+	return schedq_plan_run(&citus_queue_local, values, NULL, 1, SPI_OK_SELECT) >
+		   0;
 }
