@@ -290,10 +290,12 @@ ok "three submits take three of the eight waiting claims" "$(until_eq 10 3 lines
 ok "  five still wait" "$(until_eq 5 5 waiters w1 "$wq")" 5
 # shellcheck disable=SC2086
 wait $pids
+id_list=${ids% }
+id_list=${id_list// /,}
 ok "each of the three tasks claimed by exactly one claim" \
 	"$(cat "$WORK"/cq8.* | grep . | sort | tr '\n' ' ')" "$ids"
 ok "  once each (attempt 1, running); the other five ended without a row" \
-	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue = '$wq' AND status = 'running' AND attempts = 1 AND id IN ($(echo $ids | tr ' ' ','))") $(lines "$WORK"/cq8.*)" "3 3"
+	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue = '$wq' AND status = 'running' AND attempts = 1 AND id IN ($id_list)") $(lines "$WORK"/cq8.*)" "3 3"
 ok "claim_queue with wait in a transaction block (run on the coordinator) is refused (0A000)" \
 	"$(cpsql coord -v VERBOSITY=verbose -c "BEGIN" -c "SELECT schedq.claim_queue('$wq', 'cw', wait => '1s')" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p')" 0A000
 q coord "SELECT schedq.submit('k', queue => '$wq')" >/dev/null
