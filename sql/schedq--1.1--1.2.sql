@@ -29,6 +29,20 @@ AS 'MODULE_PATHNAME', 'schedq_progress';
 COMMENT ON FUNCTION schedq.progress IS 'a heartbeat that also records how far the attempt has come (0 to 100) and a note';
 REVOKE ALL ON FUNCTION schedq.progress FROM PUBLIC;
 
+-- Claim from one queue; on Citus, on the queue's node (docs/scale-out.md).
+CREATE FUNCTION schedq.claim_queue(
+	queue text,
+	worker text,
+	caps text[] DEFAULT '{}',
+	n integer DEFAULT 1,
+	lease interval DEFAULT NULL,
+	wait interval DEFAULT '0')
+RETURNS SETOF schedq.claimed_task
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_claim_queue';
+COMMENT ON FUNCTION schedq.claim_queue IS 'claim from one queue, as claim(worker, ARRAY[queue], ...); on a distributed schedq it runs, and may wait, on the queue''s node';
+REVOKE ALL ON FUNCTION schedq.claim_queue FROM PUBLIC;
+
 -- Retention per status: failed tasks have their own
 -- (schedq.failed_retention), so retention walks each status by age.
 -- The index is rebuilt: writes to schedq.task wait while the finished
@@ -322,6 +336,10 @@ BEGIN
 	-- submit runs on the node that holds its queue's shard.
 	EXECUTE $q$SELECT create_distributed_function(
 		'schedq.submit(text,jsonb,text,integer,timestamptz,integer,interval,text,bigint,text,text[],text[],numeric,bigint,bigint[],text)',
+		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
+	-- So does claim_queue, which may wait there, on that node's wake-ups.
+	EXECUTE $q$SELECT create_distributed_function(
+		'schedq.claim_queue(text,text,text[],integer,interval,interval)',
 		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
 	RETURN nodes;
 END

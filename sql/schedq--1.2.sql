@@ -376,6 +376,18 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'schedq_claim';
 COMMENT ON FUNCTION schedq.claim IS 'claim up to n available tasks under a lease; one signed grant each';
 
+CREATE FUNCTION schedq.claim_queue(
+	queue text,
+	worker text,
+	caps text[] DEFAULT '{}',
+	n integer DEFAULT 1,
+	lease interval DEFAULT NULL,
+	wait interval DEFAULT '0')
+RETURNS SETOF schedq.claimed_task
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'schedq_claim_queue';
+COMMENT ON FUNCTION schedq.claim_queue IS 'claim from one queue, as claim(worker, ARRAY[queue], ...); on a distributed schedq it runs, and may wait, on the queue''s node';
+
 -- Waiting without holding anything: CALL outside a transaction block, then
 -- claim() when woken is true.  A procedure, since it must commit.  woken is
 -- INOUT only so that it can have a default (a procedure's OUT parameter
@@ -810,6 +822,10 @@ BEGIN
 	-- submit runs on the node that holds its queue's shard.
 	EXECUTE $q$SELECT create_distributed_function(
 		'schedq.submit(text,jsonb,text,integer,timestamptz,integer,interval,text,bigint,text,text[],text[],numeric,bigint,bigint[],text)',
+		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
+	-- So does claim_queue, which may wait there, on that node's wake-ups.
+	EXECUTE $q$SELECT create_distributed_function(
+		'schedq.claim_queue(text,text,text[],integer,interval,interval)',
 		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
 	RETURN nodes;
 END

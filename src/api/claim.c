@@ -1,15 +1,19 @@
 /*-------------------------------------------------------------------------
  * api/claim.c
- *	  schedq.claim and schedq._claim_sql: take available tasks, waiting
- *	  for one when asked to; schedq.complete_and_claim: finish the tasks
- *	  of a worker's last claim and take the next ones in one transaction.
+ *	  schedq.claim, schedq.claim_queue and schedq._claim_sql: take
+ *	  available tasks, waiting for one when asked to;
+ *	  schedq.complete_and_claim: finish the tasks of a worker's last claim
+ *	  and take the next ones in one transaction.
  *
  * A claim checks its arguments, starts at the claim floor with a fresh
  * nonce and takes what the claim rule allows (store/task_claim.c); each
  * claimed task is returned with a signed token naming that attempt
  * (shared/token.c).  A claim that finds nothing may wait: it registers as
  * a waiter (shared/wake.c) and sleeps until a task it could take is
- * committed.
+ * committed.  On a distributed schedq only claim_queue waits, and only on
+ * the node that holds its queue's shard (where Citus runs it): that
+ * node's submits wake it, and it looks again once a second for what they
+ * do not (docs/scale-out.md).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,6 +53,7 @@ typedef struct ClaimArgs
 	SchedqCall		  *call;
 	SchedqClaimRequest req;
 	int64			   wait_us;
+	int64			   relook_us; /* look again this often even unwoken */
 	ReturnSetInfo	  *rsinfo;
 } ClaimArgs;
 
@@ -159,12 +164,19 @@ claim_wait(ClaimArgs *args)
 	{
 		for (;;)
 		{
+			TimestampTz until;
+
 			schedq_wake_register(args->req.queues, args->req.caps, false);
 			taken = claim_once(args);
 			if (taken > 0)
 				break;
 			schedq_await_pass_on();
-			if (!schedq_wake_sleep(deadline, SCHEDQ_WAIT_EVENT("SchedqClaim")))
+			/* a distributed claim_queue also looks again once in a while */
+			until = deadline;
+			if (args->relook_us > 0)
+				until = Min(deadline, GetCurrentTimestamp() + args->relook_us);
+			if (!schedq_wake_sleep(until, SCHEDQ_WAIT_EVENT("SchedqClaim")) &&
+				GetCurrentTimestamp() >= deadline)
 				break;
 		}
 	}
@@ -248,7 +260,7 @@ claim_read_args(FunctionCallInfo fcinfo, int worker_arg, int queues_arg,
 									 SCHEDQ_MAX_INTERVAL_TEXT);
 	}
 	args->req.filter = CLAIM_ALL_QUEUES;
-	if (!PG_ARGISNULL(queues_arg))
+	if (queues_arg >= 0 && !PG_ARGISNULL(queues_arg))
 	{
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(queues_arg);
 		int		   nqueues = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
@@ -260,6 +272,39 @@ claim_read_args(FunctionCallInfo fcinfo, int worker_arg, int queues_arg,
 				CLAIM_ONE_QUEUE :
 				CLAIM_SOME_QUEUES;
 	}
+}
+
+/*
+ * Read and check wait, at argument wait_arg.  Errors before anything is
+ * written.
+ */
+static void
+claim_read_wait(FunctionCallInfo fcinfo, int wait_arg, ClaimArgs *args)
+{
+	if (PG_ARGISNULL(wait_arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("wait must not be null"));
+	args->wait_us =
+		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(wait_arg), true,
+							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
+	if (args->wait_us > 0 && IsolationUsesXactSnapshot())
+		ereport(
+			ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			errmsg(
+				"claim with wait requires the READ COMMITTED isolation level"),
+			errdetail(
+				"A transaction snapshot would never see tasks that become available while waiting."));
+	/* a claim that may wait says why it cannot, rather than its UPDATE's error */
+	if (args->wait_us > 0)
+		schedq_wake_check_writable();
+}
+
+/* Claim what there is and, with nothing, wait for what comes. */
+static void
+claim_run(ClaimArgs *args)
+{
+	if (claim_once(args) == 0 && args->wait_us > 0)
+		(void) claim_wait(args);
 }
 
 PG_FUNCTION_INFO_V1(schedq_claim);
@@ -278,34 +323,77 @@ schedq_claim(PG_FUNCTION_ARGS)
 	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	args.call = &call;
 	claim_read_args(fcinfo, 0, 1, 2, 3, 4, &args);
-	if (PG_ARGISNULL(5))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("wait must not be null"));
-	args.wait_us =
-		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(5), true,
-							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
-	if (args.wait_us > 0 && IsolationUsesXactSnapshot())
-		ereport(
-			ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			errmsg(
-				"claim with wait requires the READ COMMITTED isolation level"),
-			errdetail(
-				"A transaction snapshot would never see tasks that become available while waiting."));
+	claim_read_wait(fcinfo, 5, &args);
 
 	/* wake-ups are one server's: a submit on another node would not wake it */
 	if (args.wait_us > 0 && schedq_task_distributed())
 		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				errmsg("on a distributed schedq, claim does not wait"),
-				errhint("Claim without wait, and poll."));
-
-	/* a claim that may wait says why it cannot, rather than its UPDATE's error */
-	if (args.wait_us > 0)
-		schedq_wake_check_writable();
+				errhint("Claim one queue with claim_queue, which waits on "
+						"its queue's node, or claim without wait and poll."));
 
 	InitMaterializedSRF(fcinfo, 0);
 	schedq_call_begin(&call);
-	if (claim_once(&args) == 0 && args.wait_us > 0)
-		(void) claim_wait(&args);
+	claim_run(&args);
+	schedq_call_end(&call);
+	return (Datum) 0;
+}
+
+/*
+ * How often a waiting claim_queue on a distributed schedq looks again
+ * without a wake-up: a task made available on its queue's node by other
+ * than a submit run there (a submit routed from a transaction block on the
+ * coordinator) wakes no one on that node.
+ */
+#define CLAIM_CITUS_RELOOK_USECS ((int64) 1000000)
+
+PG_FUNCTION_INFO_V1(schedq_claim_queue);
+
+/*
+ * schedq.claim_queue(queue, worker, caps, n, lease, wait): claim exactly as
+ * claim(worker, ARRAY[queue], caps, n, lease, wait).  On a distributed
+ * schedq it is a distributed function by queue (schedq.distribute), run on
+ * the node that holds its queue's shard; there it may wait, on that node's
+ * wake-ups.  Anywhere else it refuses to wait (0A000).
+ */
+Datum
+schedq_claim_queue(PG_FUNCTION_ARGS)
+{
+	SchedqCall call;
+	ClaimArgs  args;
+	Datum	   queue;
+
+	memset(&args, 0, sizeof(args));
+	args.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	args.call = &call;
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("queue must not be null"),
+				errhint("To claim from every queue, call claim."));
+	claim_read_args(fcinfo, 1, -1, 2, 3, 4, &args);
+	queue = PG_GETARG_DATUM(0);
+	args.req.queues =
+		construct_array(&queue, 1, TEXTOID, -1, false, TYPALIGN_INT);
+	schedq_check_names("queues", args.req.queues, SCHEDQ_MAX_QUEUES);
+	args.req.filter = CLAIM_ONE_QUEUE;
+	claim_read_wait(fcinfo, 5, &args);
+
+	InitMaterializedSRF(fcinfo, 0);
+	schedq_call_begin(&call);
+	if (args.wait_us > 0 && schedq_task_distributed())
+	{
+		/* wake-ups are one node's: those of the node with the queue's shard */
+		if (!schedq_task_citus_queue_local(queue))
+			ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("on a distributed schedq, claim_queue waits only on "
+						   "the node that holds its queue's tasks"),
+					errhint(
+						"Call it through the coordinator outside a "
+						"transaction block, as a statement of its own, so "
+						"that Citus runs it there; or claim without wait."));
+		args.relook_us = CLAIM_CITUS_RELOOK_USECS;
+	}
+	claim_run(&args);
 	schedq_call_end(&call);
 	return (Datum) 0;
 }

@@ -283,3 +283,24 @@ schedq_task_citus_complete(int64 task_id, int32 attempt, int64 nonce,
 	return schedq_plan_run(&citus_complete, values, nulls, 0, SPI_OK_UPDATE) ==
 		   1;
 }
+
+/*
+ * Is the shard of this queue's tasks on this node?  Citus's own functions,
+ * by name: a waiting claim of one queue waits on its node's wake-ups,
+ * which only that node's submits and completions trigger.
+ */
+static SchedqQuery citus_queue_local = SCHEDQ_QUERY(
+	"SELECT FROM pg_catalog.pg_dist_placement p"
+	" WHERE p.shardid = pg_catalog.get_shard_id_for_distribution_column("
+	"'schedq.task'::regclass, $1)"
+	" AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
+	TEXTOID);
+
+bool
+schedq_task_citus_queue_local(Datum queue)
+{
+	Datum values[1] = { queue };
+
+	return schedq_plan_run(&citus_queue_local, values, NULL, 1, SPI_OK_SELECT) >
+		   0;
+}

@@ -17,5 +17,6 @@ extern bool	 schedq_task_citus_complete(int64 task_id, int32 attempt,
 extern char *schedq_task_citus_queue_of(int64 task_id, int32 attempt,
 										int64 nonce);
 extern char *schedq_task_citus_queue_of_task(int64 task_id);
+extern bool	 schedq_task_citus_queue_local(Datum queue);
 
 #endif /* SCHEDQ_TASK_CITUS_H */

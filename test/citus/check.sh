@@ -13,7 +13,12 @@
 #	       no task claimed twice;
 #	    3. the same under load while worker 2 is restarted (immediate
 #	       shutdown): no committed task lost, none done twice;
-#	    then the claims schedq refuses on a cluster (0A000), schedq.fail
+#	    then the claims schedq refuses on a cluster (0A000); claim_queue
+#	    with wait, run by Citus on its queue's node: woken there by a
+#	    submit through the coordinator and by one through the other
+#	    worker, three tasks to eight waiting claims each claimed once,
+#	    the wait ending with no row, refused (0A000) in a transaction
+#	    block; schedq.fail
 #	    (retried at once, failed for good, pending after a back-off,
 #	    stale), schedq.cancel, schedq.retry (once, on both workers, its
 #	    dedup check per queue, a gated task pending), submit with a
@@ -209,6 +214,93 @@ ok "no task claimed twice across the restart" "$(q coord 'SELECT count(*) FROM s
 ok "a claim over every queue is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w')")" 0A000
 ok "a claim over two queues is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1,q2}')")" 0A000
 ok "a claim with wait is refused (0A000)" "$(sqlstate coord "SELECT schedq.claim('w', queues => '{q1}', wait => '1s')")" 0A000
+
+# claim_queue with wait: delegated by Citus to the node of its queue's
+# shard, it waits there, on that node's wake-ups.
+# qnode QUEUE: the node (w1, w2) holding QUEUE's shard.
+qnode()
+{
+	case "$(q coord "SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = get_shard_id_for_distribution_column('schedq.task', '$1')")" in
+	$((CITUS_PORT + 1))) echo w1 ;;
+	$((CITUS_PORT + 2))) echo w2 ;;
+	*) echo none ;;
+	esac
+}
+# waiters NODE QUEUE: claim_queue calls waiting on NODE for QUEUE.
+waiters()
+{
+	q "$1" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SchedqClaim' AND query LIKE '%claim_queue%''$2''%'"
+}
+# until_eq DEADLINE_S EXPECTED CMD...: poll CMD's output until EXPECTED or
+# the deadline; prints the last output.
+until_eq()
+{
+	local end=$((SECONDS + $1)) want=$2 got
+	shift 2
+	while :; do
+		got=$("$@")
+		[ "$got" = "$want" ] || [ "$SECONDS" -ge "$end" ] && break
+		sleep 0.05
+	done
+	echo "$got"
+}
+wakeups()
+{
+	q "$1" "SELECT value FROM schedq.metrics() WHERE name = 'claim_wakeups'"
+}
+# lines FILE...: non-empty lines in FILE... (no such file counts 0).
+lines()
+{
+	cat "$@" 2>/dev/null | grep -c .
+}
+wq=
+for i in $(seq 1 40); do
+	[ "$(qnode "wq$i")" = w1 ] && wq=wq$i && break
+done
+ok "a queue on worker 1 for the waiting claims" "$(qnode "$wq")" w1
+ok "claim_queue of an empty queue with wait 1s: no rows, after the wait" \
+	"$(q coord "SELECT count(*) || ' ' || (clock_timestamp() - statement_timestamp() >= '1s') FROM schedq.claim_queue('$wq', 'cw', wait => '1s')")" "0 true"
+for via in coord w2; do
+	rm -f "$WORK/cq.out"
+	w0=$(wakeups w1)
+	cpsql coord -At -c "SELECT id FROM schedq.claim_queue('$wq', 'cw', wait => '60s')" >"$WORK/cq.out" 2>&1 &
+	waiter=$!
+	ok "claim_queue with wait through the coordinator waits on worker 1" "$(until_eq 20 1 waiters w1 "$wq")" 1
+	t0=$(date +%s%N)
+	id=$(q "$via" "SELECT schedq.submit('k', queue => '$wq')")
+	got=$(until_eq 10 1 lines "$WORK/cq.out")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	wait $waiter
+	echo "#   woken ${ms} ms after the submit through $via returned"
+	ok "a submit through $via wakes it: it returns the task" "$(cat "$WORK/cq.out")" "$id"
+	ok "  woken by the wake-up on worker 1, not by its once-a-second look" \
+		"$(q w1 "SELECT $(wakeups w1) > $w0")" t
+done
+# Eight waiting claims, three tasks: each task claimed once; the other five
+# claims return nothing when their wait ends.
+rm -f "$WORK"/cq8.*
+pids=
+for i in $(seq 1 8); do
+	cpsql coord -At -c "SELECT id FROM schedq.claim_queue('$wq', 'cw$i', wait => '8s')" >"$WORK/cq8.$i" 2>&1 &
+	pids="$pids $!"
+done
+ok "eight claim_queue calls wait on worker 1" "$(until_eq 20 8 waiters w1 "$wq")" 8
+ids=$(for v in coord w2 coord; do q "$v" "SELECT schedq.submit('k', queue => '$wq')"; done | sort | tr '\n' ' ')
+ok "three submits take three of the eight waiting claims" "$(until_eq 10 3 lines "$WORK"/cq8.*)" 3
+ok "  five still wait" "$(until_eq 5 5 waiters w1 "$wq")" 5
+# shellcheck disable=SC2086
+wait $pids
+id_list=${ids% }
+id_list=${id_list// /,}
+ok "each of the three tasks claimed by exactly one claim" \
+	"$(cat "$WORK"/cq8.* | grep . | sort | tr '\n' ' ')" "$ids"
+ok "  once each (attempt 1, running); the other five ended without a row" \
+	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue = '$wq' AND status = 'running' AND attempts = 1 AND id IN ($id_list)") $(lines "$WORK"/cq8.*)" "3 3"
+ok "claim_queue with wait in a transaction block (run on the coordinator) is refused (0A000)" \
+	"$(cpsql coord -v VERBOSITY=verbose -c "BEGIN" -c "SELECT schedq.claim_queue('$wq', 'cw', wait => '1s')" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p')" 0A000
+q coord "SELECT schedq.submit('k', queue => '$wq')" >/dev/null
+ok "claim_queue without wait in a transaction block claims (routed from the coordinator)" \
+	"$(cpsql coord -At -c "BEGIN" -c "SELECT count(*) FROM schedq.claim_queue('$wq', 'cw')" -c "ROLLBACK")" 1
 # fail: at once, the task is available again; the last attempt fails it
 # for good; a back-off leaves it pending (no promotion pass on the cluster).
 q coord "SELECT schedq.submit('f', queue => 'fq', max_attempts => 2)" >/dev/null
