@@ -222,10 +222,12 @@ sql(qq{SELECT cron.unschedule($pry)});
 my $dump = PostgreSQL::Test::Utils::tempdir . '/cron.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr($db) ], '(h) pg_dump');
 sql(q{CREATE DATABASE restored});
-$node->command_checks_all([ 'pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), $dump ],
-	0, [qr/^$/],
-	[qr/WARNING:  job \d+ names database "postgres": it runs in "restored", where it is/],
-	'(h) pg_restore into another database, without an error, saying where the jobs now run');
+my $log_offset = -s $node->logfile;
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), $dump ],
+	'(h) pg_restore into another database, without an error');
+like(slurp_file($node->logfile, $log_offset),
+	qr/WARNING:  job \d+ names database "postgres": it runs in "restored", where it is/,
+	'(h) a WARNING says where each job now runs (the server log keeps it)');
 my $jobs_q = q{SELECT string_agg(format('%s %s %s %s %s', jobid, jobname, schedule, username, active), ', ' ORDER BY jobid) FROM cron.job};
 my $sched_q = q{SELECT string_agg(format('%s %s %s %s %s', name, schedule, timezone, owner, enabled), ', ' ORDER BY name)
 	FROM schedq.periodic WHERE name LIKE 'cron.job.%'};
