@@ -173,8 +173,13 @@ while (time - $start < 30)
 	# the first attempt is over (taken back, retried) while its executor
 	# still holds locks, i.e. its transaction has not rolled back yet (an
 	# executor that has rolled back may still be listed in pg_stat_activity
-	# for a moment while it exits)
-	$early = $last if $first_alive && ($s ne 'running' || $n > 1);
+	# for a moment while it exits).  Unless that executor runs the next
+	# attempt itself: a cancel that lands between the loop's blocks ends
+	# the first attempt as a timeout in its own executor, which lives on.
+	$early = $last
+	  if $first_alive
+	  && ($s ne 'running' || $n > 1)
+	  && !grep { $_ == $first } split /,/, $pids;
 	if ($s eq 'failed') { $ended = 1; last; }
 	usleep(50_000);
 }
