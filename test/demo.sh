@@ -521,7 +521,7 @@ GRANT SELECT ON schedq.task, schedq.run, schedq.periodic, schedq.queue,
       schedq.queue_stats TO app;
 CREATE ROLE worker LOGIN;
 GRANT USAGE ON SCHEMA schedq TO worker;
-GRANT EXECUTE ON FUNCTION schedq.claim, schedq.heartbeat, schedq.progress,
+GRANT EXECUTE ON FUNCTION schedq.claim, schedq.claim_queue, schedq.heartbeat, schedq.progress,
       schedq.complete, schedq.complete_many, schedq.complete_and_claim,
       schedq.fail, schedq.verify_grant TO worker;
 GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
