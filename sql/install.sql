@@ -35,7 +35,7 @@ SELECT count(*) AS functions_without_acl FROM pg_proc
 -- search_path changes nothing) and keep JIT off for them
 -- (t/001_install.pl shows it).
 SELECT count(*) FILTER (WHERE prosecdef) AS security_definer,
-	   array_agg(proname) FILTER (WHERE proconfig IS NOT NULL) AS with_set_clauses
+	   array_agg(proname ORDER BY proname) FILTER (WHERE proconfig IS NOT NULL) AS with_set_clauses
   FROM pg_proc WHERE pronamespace = 'schedq'::regnamespace;
 
 -- A first grant key exists and holds 32 random bytes.
