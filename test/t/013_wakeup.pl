@@ -4,7 +4,8 @@
 #	  (schedq.promote_interval) and the reaper interval are 10 s here, so
 #	  only wake-ups can explain what is measured: a task due in a second is
 #	  claimed by a waiting claim within 300 ms of its run_at; a waiting
-#	  claim returns within 300 ms of the commit of a submit; a lock_key
+#	  claim (also claim_queue's) returns within 300 ms of the commit of a
+#	  submit; a lock_key
 #	  chain runs one task at a time in version order, each promoted within
 #	  seconds of its predecessor's completion; and promote_interval can be
 #	  changed with a reload while the scheduler keeps working.
@@ -73,16 +74,20 @@ lag_ok(defined $at ? $at - $run_at : undef,
 # submit's commit: for a task available at once, and for one that the
 # scheduler must promote first (it has a lock_key).
 #
-for my $case ([ 'plain', '' ], [ 'gated', ", lock_key => 'kb'" ])
+for my $case ([ 'plain', '' ], [ 'gated', ", lock_key => 'kb'" ],
+	[ 'claim_queue', '', 1 ])
 {
-	my ($label, $extra) = @$case;
+	my ($label, $extra, $one_queue) = @$case;
 	my $queue = "b_$label";
+	my $claim = $one_queue
+	  ? "schedq.claim_queue('$queue', 'wb', wait => '10s')"
+	  : "schedq.claim('wb', queues => '{$queue}', wait => '10s')";
 	my $waiter = $node->background_psql('postgres');
 	my $wpid = $waiter->query_safe('SELECT pg_backend_pid()');
 	$waiter->query_until(qr/claiming\n/,
 		    "\\echo claiming\n"
 		  . "SELECT 'claimed:' || id || '|' || extract(epoch FROM clock_timestamp())"
-		  . " FROM schedq.claim('wb', queues => '{$queue}', wait => '10s');\n");
+		  . " FROM $claim;\n");
 	# Wait until the claim sleeps (wait event "Extension").
 	ok( defined poll_until(
 			$node, 'postgres',
