@@ -112,3 +112,16 @@ SELECT id AS m, token AS t FROM schedq.claim('w', queues => '{moved}') \gset
 UPDATE schedq.task SET payload = '{"moved": true}' WHERE id = :m;
 SELECT schedq.complete(:'t');
 SELECT kind, status FROM schedq.task WHERE id = :m;
+
+-- claimed and finished in one statement (and so in one transaction): it
+-- finishes no earlier than it started, through the direct writes and
+-- through SQL, completed or failed for good.
+SELECT count(schedq.submit('one-statement', queue => 'once')) FROM generate_series(1, 4);
+SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{once}');
+SELECT schedq.fail(token, 'no', permanent => true) FROM schedq.claim('w', queues => '{once}');
+SET schedq.direct_writes = off;
+SELECT schedq.complete(token) FROM schedq.claim('w', queues => '{once}');
+SELECT schedq.fail(token, 'no', permanent => true) FROM schedq.claim('w', queues => '{once}');
+RESET schedq.direct_writes;
+SELECT status, count(*) FILTER (WHERE finished_at >= started_at) AS in_order, count(*)
+  FROM schedq.task WHERE queue = 'once' GROUP BY status ORDER BY status;

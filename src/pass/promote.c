@@ -439,25 +439,50 @@ schedq_promote_pass(TimestampTz now, bool *more)
 int
 schedq_promote_events(TimestampTz now, bool *more)
 {
-	Datum keys[2];
-	char  nulls[2];
-	Datum finished;
-	bool  finished_null;
-	int	  promoted = 0;
+	SchedqGateEvents events;
 
 	promote_lock();
-	if (!schedq_task_gates_take_events(keys, nulls, &finished, &finished_null))
+	if (!schedq_promote_take_events(&events))
 		return 0;
-	if (!finished_null)
-		schedq_task_gates_unpark_dependents(finished);
-	if (nulls[0] == ' ' || nulls[1] == ' ')
+	return schedq_promote_judge_events(&events, now, more);
+}
+
+/*
+ * Take the gate events, all of them (the first half of
+ * schedq_promote_events; the caller holds the pass lock).  False when
+ * there were none.
+ */
+bool
+schedq_promote_take_events(SchedqGateEvents *events)
+{
+	return schedq_task_gates_take_events(events->keys, events->nulls,
+										 &events->finished,
+										 &events->finished_null);
+}
+
+/*
+ * Judge what taken gate events free (the second half of
+ * schedq_promote_events): the dependents of the finished tasks are
+ * unparked, the freed heads and waiters of their keys promoted or parked
+ * again.  Returns how many were promoted.
+ */
+int
+schedq_promote_judge_events(const SchedqGateEvents *events, TimestampTz now,
+							bool *more)
+{
+	int promoted = 0;
+
+	if (!events->finished_null)
+		schedq_task_gates_unpark_dependents(events->finished);
+	if (events->nulls[0] == ' ' || events->nulls[1] == ' ')
 	{
 		/*
 		 * What the events free, a batch at a time: events that waited
 		 * (the scheduler was off, say) may free any number of tasks.
 		 */
-		Portal portal = schedq_task_gates_freed(keys, nulls);
-		Judge  j;
+		Portal portal =
+			schedq_task_gates_freed((Datum *) events->keys, events->nulls);
+		Judge j;
 
 		judge_begin(&j, now, more);
 		for (;;)

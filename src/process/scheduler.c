@@ -90,6 +90,7 @@
 #include "pass/periodic.h"
 #include "pass/promote.h"
 #include "pass/reaper.h"
+#include "pass/shards.h"
 #include "process/scheduler.h"
 #include "base/settings.h"
 #include "shared/databases.h"
@@ -118,6 +119,8 @@ typedef struct SchedulerTick
 	bool		promote_busy; /* another session holds the promotion lock */
 	int			sql_ready;	  /* SQL tasks the executors could claim now */
 	bool		refused;	  /* a write was refused: the server is read-only */
+	bool		node;		  /* schedq.task is distributed: the passes run
+							   * over the shards placed here (pass/shards.c) */
 } SchedulerTick;
 
 /* One pass of an iteration, run in a subtransaction of its own. */
@@ -354,29 +357,29 @@ scheduler_backoff(int last_ms)
 static void
 step_unpark(SchedulerTick *tick)
 {
-	if (!schedq_task_distributed())
+	if (tick->node)
+		schedq_shards_unpark_all();
+	else
 		schedq_promote_unpark_all();
 }
 
 /*
- * Is schedq.task distributed by Citus here?  Then the passes, written for
- * one table, would fail on every statement (and the periodic pass would
- * set every schedule aside): the scheduler stands aside, as if
- * schedq.enabled were off, and says why once.
+ * Is schedq.task distributed by Citus here?  Then promotion and the
+ * reaper run over the shards of the table placed on this node, and the
+ * periodic pass and the SQL executors stay off; said once.
  */
 static bool
 scheduler_distributed(void)
 {
-	if (!schedq_task_distributed())
+	if (!schedq_task_distributed_locked())
 		return false;
 	if (!scheduler_said_distributed)
-		ereport(
-			LOG,
-			errmsg("schedq scheduler: schedq.task is distributed by Citus; "
-				   "the scheduler's passes stay off in database \"%s\"",
-				   scheduler_dbname),
-			errhint(
-				"See docs/scale-out.md#the-limits-of-a-distributed-schedq."));
+		ereport(LOG,
+				errmsg("schedq scheduler: schedq.task is distributed by Citus; "
+					   "in database \"%s\" the scheduler promotes and reaps "
+					   "the tasks of the shards placed on this node",
+					   scheduler_dbname),
+				errhint("See docs/scale-out.md#the-scheduler-on-each-node."));
 	scheduler_said_distributed = true;
 	return true;
 }
@@ -395,7 +398,9 @@ step_events(SchedulerTick *tick)
 		tick->promote_busy = true;
 		return;
 	}
-	tick->done += schedq_promote_events(tick->now, &tick->more);
+	tick->done += tick->node ?
+					  schedq_shards_promote_events(tick->now, &tick->more) :
+					  schedq_promote_events(tick->now, &tick->more);
 }
 
 static void
@@ -406,13 +411,16 @@ step_promote(SchedulerTick *tick)
 		tick->promote_busy = true;
 		return;
 	}
-	tick->done += schedq_promote_due(tick->now, &tick->more);
+	tick->done += tick->node ?
+					  schedq_shards_promote_due(tick->now, &tick->more) :
+					  schedq_promote_due(tick->now, &tick->more);
 }
 
 static void
 step_reap(SchedulerTick *tick)
 {
-	tick->done += schedq_reaper_pass(tick->now, &tick->more);
+	tick->done += tick->node ? schedq_shards_reap(tick->now, &tick->more) :
+							   schedq_reaper_pass(tick->now, &tick->more);
 }
 
 /* How many SQL tasks wait for an executor, up to the most there may be. */
@@ -426,8 +434,10 @@ static void
 step_next_due(SchedulerTick *tick)
 {
 	/* Min() evaluates its arguments twice: query once */
-	TimestampTz next_due = schedq_promote_next_due(tick->now);
-	TimestampTz next_tick = schedq_periodic_next_due(tick->now);
+	TimestampTz next_due = tick->node ? schedq_shards_next_due(tick->now) :
+										schedq_promote_next_due(tick->now);
+	TimestampTz next_tick =
+		tick->node ? DT_NOEND : schedq_periodic_next_due(tick->now);
 
 	tick->wake = Min(tick->wake, Min(next_due, next_tick));
 }
@@ -520,15 +530,11 @@ scheduler_iterate(SchedulerTick *tick)
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		scheduler_not_installed();
 	scheduler_check_version();
-	if (scheduler_distributed())
-	{
-		schedq_background_tick_commit();
-		scheduler_set_state(SCHEDULER_DISABLED);
-		return;
-	}
+	tick->node = scheduler_distributed();
 	if (scheduler_unpark_needed)
 		unparked = scheduler_try(&pass_unpark, tick);
-	(void) scheduler_try(&pass_periodic, tick);
+	if (!tick->node)
+		(void) scheduler_try(&pass_periodic, tick);
 	(void) scheduler_try(&pass_events, tick);
 	(void) scheduler_try(&pass_promote, tick);
 	if (tick->promote_busy)
@@ -543,7 +549,7 @@ scheduler_iterate(SchedulerTick *tick)
 	}
 	tick->wake = Min(tick->wake, scheduler_next_reap);
 	(void) scheduler_try(&pass_next, tick);
-	if (schedq_sql_workers > 0)
+	if (schedq_sql_workers > 0 && !tick->node)
 		(void) scheduler_try(&pass_sql, tick);
 	schedq_background_tick_commit();
 	if (unparked)
@@ -692,7 +698,8 @@ schedq_scheduler_main(Datum main_arg)
 	LWLockRelease(schedq_shm->lock);
 	{
 		/* if this fails, the iterations try again */
-		SchedulerTick start = { .now = GetCurrentTimestamp() };
+		SchedulerTick start = { .now = GetCurrentTimestamp(),
+								.node = scheduler_distributed() };
 		bool		  unparked =
 			!DefaultXactReadOnly && scheduler_try(&pass_unpark, &start);
 

@@ -32,6 +32,8 @@ typedef struct SchedqQuery
 
 extern int schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,
 						   long count, int expected);
+extern int64  schedq_plan_use_shard(int64 shard);
+extern int64  schedq_plan_shard(void);
 extern Portal schedq_plan_cursor_open(SchedqQuery *query, Datum *values,
 									  const char *nulls);
 

@@ -20,6 +20,7 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -457,10 +458,30 @@ schedq_task_distributed(void)
 {
 	Oid nsp;
 
+	/* on a shard (pass/shards.c), schedq.task names a plain table */
+	if (schedq_plan_shard() != 0)
+		return false;
 	if (!OidIsValid(
 			get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
 		return false;
 	nsp = get_namespace_oid("schedq", true);
 	return OidIsValid(nsp) &&
 		   schedq_task_citus_table(get_relname_relid("task", nsp));
+}
+
+/*
+ * Is schedq.task distributed, for a transaction of the scheduler's passes:
+ * with the table locked first (AccessShareLock, to the transaction's end),
+ * so that schedq.distribute(), which locks it exclusively, cannot make it
+ * distributed between the answer and the passes' statements.
+ */
+bool
+schedq_task_distributed_locked(void)
+{
+	Oid nsp = get_namespace_oid("schedq", true);
+	Oid relid = OidIsValid(nsp) ? get_relname_relid("task", nsp) : InvalidOid;
+
+	if (OidIsValid(relid))
+		LockRelationOid(relid, AccessShareLock);
+	return schedq_task_distributed();
 }

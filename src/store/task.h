@@ -57,10 +57,15 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
 /*
  * What complete sets: $4 is the result (attempt_complete_direct writes the
  * same).  finished_at is the completing statement's start, not its
- * transaction's: a command and its complete share one (the SQL executor's).
+ * transaction's: a command and its complete share one (the SQL executor's);
+ * but never before started_at (a claim and its complete in one statement).
  */
 #define TASK_COMPLETE_SET                                                      \
-	" SET status = 'done', result = $4, finished_at = statement_timestamp()"
+	" SET status = 'done', result = $4,"                                       \
+	"     finished_at = greatest(statement_timestamp(), started_at)"
+
+/* When a task that fails or is canceled now finished: not before it started. */
+#define TASK_FINISHED_NOW_SQL " greatest(now(), started_at)"
 
 /* Most tasks one call handles: claim's n, complete_many's tokens. */
 #define TASK_MAX_BATCH 1000
@@ -208,5 +213,6 @@ extern void schedq_task_row_available_at_commit(HeapTuple row, TupleDesc desc,
 extern void schedq_task_gate_event(Datum *values, const char *nulls);
 extern bool schedq_task_citus_table(Oid relid);
 extern bool schedq_task_distributed(void);
+extern bool schedq_task_distributed_locked(void);
 
 #endif /* SCHEDQ_TASK_H */

@@ -109,7 +109,7 @@ static SchedqQuery q_fail_lock_citus =
 static SchedqQuery q_fail_final_citus =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET status = 'failed', last_error = $2,"
-				 "     finished_at = now()"
+				 "     finished_at =" TASK_FINISHED_NOW_SQL
 				 " WHERE queue = $3 AND id = $1",
 				 INT8OID, TEXTOID, TEXTOID);
 static SchedqQuery q_fail_retry_citus =
@@ -122,8 +122,7 @@ static SchedqQuery q_fail_retry_citus =
 static SchedqQuery q_fail_final =
 	SCHEDQ_QUERY("UPDATE schedq.task"
 				 " SET status = 'failed', last_error = $2,"
-				 "     finished_at = now()"
-				 " WHERE id = $1",
+				 "     finished_at =" TASK_FINISHED_NOW_SQL " WHERE id = $1",
 				 INT8OID, TEXTOID);
 static SchedqQuery q_fail_retry =
 	SCHEDQ_QUERY("UPDATE schedq.task"
@@ -396,10 +395,19 @@ attempt_complete_direct(int64 task_id, int32 attempt, int64 nonce, Datum result,
 	}
 	else
 	{
-		Datum values[3] = { CStringGetTextDatum("done"), result,
-							TimestampTzGetDatum(
-								GetCurrentStatementStartTimestamp()) };
+		/* the statement's start, never before started_at */
+		TimestampTz finished = GetCurrentStatementStartTimestamp();
+		Datum		started =
+			heap_getattr(old, schedq_direct_att[TASK_COL_STARTED_AT], desc,
+						 &isnull);
+		Datum values[3];
 		bool  nulls[3] = { false, result_null, false };
+
+		if (!isnull)
+			finished = Max(finished, DatumGetTimestampTz(started));
+		values[0] = CStringGetTextDatum("done");
+		values[1] = result;
+		values[2] = TimestampTzGetDatum(finished);
 
 		(void) schedq_direct_update(&dw, old, lengthof(cols), cols, values,
 									nulls);

@@ -148,6 +148,8 @@ static SchedqQuery q_unpark =
 	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
 				 " WHERE id = ANY ($1) AND status = 'pending' AND parked",
 				 INT8ARRAYOID);
+static SchedqQuery q_unpark_all = SCHEDQ_QUERY0(
+	"UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked");
 static SchedqQuery q_next_due =
 	SCHEDQ_QUERY("SELECT min(run_at) FROM schedq.task"
 				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
@@ -356,8 +358,5 @@ schedq_task_gates_next_due(TimestampTz now)
 void
 schedq_task_gates_unpark_all(void)
 {
-	if (SPI_execute(
-			"UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked",
-			false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not unpark tasks");
+	schedq_plan_run(&q_unpark_all, NULL, NULL, 0, SPI_OK_UPDATE);
 }

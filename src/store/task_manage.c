@@ -29,7 +29,7 @@ static SchedqQuery q_lock_task =
 				 INT8OID);
 static SchedqQuery q_cancel =
 	SCHEDQ_QUERY("UPDATE schedq.task"
-				 " SET status = 'canceled', finished_at = now()"
+				 " SET status = 'canceled', finished_at =" TASK_FINISHED_NOW_SQL
 				 " WHERE id = $1",
 				 INT8OID);
 static SchedqQuery q_retry_dedup = SCHEDQ_QUERY(
@@ -60,7 +60,7 @@ static SchedqQuery q_lock_task_citus =
 				 INT8OID, TEXTOID);
 static SchedqQuery q_cancel_citus =
 	SCHEDQ_QUERY("UPDATE schedq.task"
-				 " SET status = 'canceled', finished_at = now()"
+				 " SET status = 'canceled', finished_at =" TASK_FINISHED_NOW_SQL
 				 " WHERE queue = $2 AND id = $1",
 				 INT8OID, TEXTOID);
 

@@ -25,14 +25,16 @@
 #	    dedup_key (one live task per key and queue, also from eight
 #	    sessions at once), and prints the calls Citus
 #	    still refuses;
-#	    4. schedq's own scheduler stands aside on every node (due schedules
-#	       stay enabled); the design's per-node passes (passes.sql): the
-#	       reaper of each worker takes back the tasks the restart left
-#	       running, once; 800 gated tasks (lock keys with versions, a
-#	       concurrency limit) promoted by two passes at once on every node
-#	       and drained by 16 clients: each done once, lock order and limit
-#	       held; periodic ticks from four sessions at once: each due time
-#	       fired once;
+#	    4. schedq's own scheduler on every node, over the shards placed
+#	       there: the reapers take back expired leases (the restart's and
+#	       five abandoned claims), each once; a back-off and a delay come
+#	       due; 800 gated tasks (lock keys with versions, a concurrency
+#	       limit) promoted by the workers' schedulers and drained by 16
+#	       clients: each done once, each lock key's order and each
+#	       shard's limit held; a shard moved under load (block_writes)
+#	       with pending, gated and available tasks: none lost, none done
+#	       twice, the new node's scheduler promotes them; schedules in
+#	       schedq.periodic left alone;
 #	    5. figures, in the same run: claim + complete cycles/s on the
 #	       cluster with schedq's calls and with hand-written router
 #	       statements, and on one plain server with schedq's calls; the
@@ -201,7 +203,7 @@ wait $load
 echo "#   under the restart: $(sed -n 's/.*actually processed: //p' "$WORK/restart.log") cycles;" \
 	"$(grep -c 'aborted in command' "$WORK/restart.log") of 16 clients stopped by an error, e.g.:"
 grep -o 'ERROR: .*' "$WORK/restart.log" | head -1 | sed 's/^/#     /'
-echo "#   left running (claimed, complete cut off; the per-node reaper, step 4a, takes them back): " \
+echo "#   left running (claimed, complete cut off; the workers' reapers, step 4a, take them back): " \
 	"$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")"
 ok "worker 2 back after an immediate restart" "$(q w2 'SELECT 1')" 1
 pgb -p "$CITUS_PORT" -c 16 -j 2 -t 20 -f "$HERE/schedq_claim_complete.sql" >"$WORK/after.log" 2>&1
@@ -302,7 +304,7 @@ q coord "SELECT schedq.submit('k', queue => '$wq')" >/dev/null
 ok "claim_queue without wait in a transaction block claims (routed from the coordinator)" \
 	"$(cpsql coord -At -c "BEGIN" -c "SELECT count(*) FROM schedq.claim_queue('$wq', 'cw')" -c "ROLLBACK")" 1
 # fail: at once, the task is available again; the last attempt fails it
-# for good; a back-off leaves it pending (no promotion pass on the cluster).
+# for good; a back-off of an hour leaves it pending.
 q coord "SELECT schedq.submit('f', queue => 'fq', max_attempts => 2)" >/dev/null
 ok "schedq.fail with retry_in 0 makes the task available again" \
 	"$(q coord "SELECT schedq.fail(token, 'x', retry_in => '0') FROM schedq.claim('w', queues => '{fq}')")" available
@@ -379,8 +381,8 @@ ok "a live task of another queue holding the same dedup_key does not stop it" \
 gid=$(q coord "SELECT id FROM schedq.task WHERE queue = 'rq3'")
 q coord "UPDATE schedq.task SET lock_key = 'l' WHERE id = $gid" >/dev/null
 q coord "SELECT schedq.cancel($gid)" >/dev/null
-ok "schedq.retry of a gated task leaves it pending" \
-	"$(q coord "SELECT schedq.retry($gid)")$(q coord "SELECT status FROM schedq.task WHERE id = $gid")" tpending
+ok "schedq.retry of a gated task makes it pending; the node's scheduler promotes it" \
+	"$(q coord "SELECT schedq.retry($gid)") $(until_eq 10 available q coord "SELECT status FROM schedq.task WHERE id = $gid")" "t available"
 ok "schedq.retry of a live task returns false" "$(q coord "SELECT schedq.retry($gid)")" f
 ok "schedq.retry of a missing task returns false" "$(q coord "SELECT schedq.retry(-1)")" f
 ok "schedq.retry(NULL) is refused (22004)" "$(sqlstate coord "SELECT schedq.retry(NULL)")" 22004
@@ -442,106 +444,136 @@ limit()
 }
 limit "SELECT schedq.pause_queue('q1')"
 limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
-echo "#   known limit: scheduler passes failed on the nodes so far:" \
-	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed: could not create distributed plan')"
 
-# 4. The design's per-node passes (passes.sql, a PL/pgSQL prototype of
-# what schedq's scheduler would run on Citus).  schedq's own scheduler
-# stands aside by itself on a distributed schedq.task (its passes would
-# fail, and its periodic pass would set every schedule aside): on every
-# node it says so in the log and reports state 'disabled'.
-for node in $CITUS_NODES; do
-	cpsql "$node" -f "$HERE/passes.sql" >>"$WORK/passes.log" 2>&1
-done
-ok "the per-node passes are created on every node (passes.sql)" \
-	"$(grep -c ERROR "$WORK/passes.log")" 0
-aside=0
+# 4. schedq's own scheduler on every node: promotion and the reaper over
+# the shards placed on the node (the coordinator holds none).
+sched=0
 start=$SECONDS
 while [ $((SECONDS - start)) -lt 60 ]; do
-	aside=0
+	sched=0
 	for node in $CITUS_NODES; do
-		grep -q "schedq.task is distributed by Citus; the scheduler's passes stay off in database \"schedq\"" \
+		grep -q "schedq.task is distributed by Citus; in database \"schedq\" the scheduler promotes and reaps the tasks of the shards placed on this node" \
 			"$CITUS_DIR/$node.log" &&
-			[ "$(q "$node" "SELECT state FROM schedq.scheduler_status() WHERE datname = 'schedq'")" = disabled ] &&
-			aside=$((aside + 1))
+			[ "$(q "$node" "SELECT state <> 'disabled' FROM schedq.scheduler_status() WHERE datname = 'schedq'")" = t ] &&
+			sched=$((sched + 1))
 	done
-	[ "$aside" = 3 ] && break
-	sleep 0.5
+	[ "$sched" = 3 ] && break
+	sleep 0.2
 done
-ok "schedq's scheduler stands aside on every node (logged; state disabled)" "$aside" 3
+ok "schedq's scheduler runs on every node over its shards (logged; not disabled)" "$sched" 3
 
-# 4a. The reaper: each worker's pass over its own shards takes back the
-# tasks whose complete the restart cut off, once: two passes at once on
-# each worker, at a time past their leases.
-# and five claims whose workers never come back, in every case
+# 4a. The reaper: the tasks whose complete the restart cut off, and five
+# claims whose workers never come back, their leases past: each worker's
+# reaper takes back those of its shards, each once.
 for i in 1 2 3 4 5; do
-	q coord "UPDATE schedq.task SET status = 'running', attempts = attempts + 1,
-	           claimed_by = 'gone', started_at = now(), lease_expires_at = now() + interval '30 seconds'
-	          WHERE queue = 'q$i' AND id = (SELECT id FROM schedq.task
-	                                         WHERE queue = 'q$i' AND status = 'available'
-	                                         ORDER BY id LIMIT 1)" >/dev/null
+	q coord "SELECT count(*) FROM schedq.claim('gone', queues => '{q$i}')" >/dev/null
 done
-left=$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")
-for node in w1 w1 w2 w2; do
-	q "$node" "SELECT schedq_citus.reap_local(now() + interval '31 seconds')" >>"$WORK/reap.out" &
-done
-wait
-ok "the per-node reapers take back the $left tasks left running, each once" \
-	"$(awk '{ s += $1 } END { print s + 0 }' "$WORK/reap.out")" "$left"
-ok "no task left running" "$(q coord "SELECT count(*) FROM schedq.task WHERE status = 'running'")" 0
+# (their leases first put out of reach, to count from here)
+q coord "UPDATE schedq.task SET lease_expires_at = now() + interval '1 hour' WHERE status = 'running'" >/dev/null
+running=$(q coord "SELECT string_agg(id::text, ',') FROM schedq.task WHERE status = 'running'")
+left=$(q coord "SELECT count(*) FROM schedq.task WHERE id IN ($running)")
+expirations()
+{
+	echo $(($(q w1 "SELECT value FROM schedq.metrics() WHERE name = 'lease_expirations'") +
+		$(q w2 "SELECT value FROM schedq.metrics() WHERE name = 'lease_expirations'")))
+}
+lease0=$(expirations)
+q coord "UPDATE schedq.task SET lease_expires_at = now() - interval '1 second' WHERE id IN ($running)" >/dev/null
+ok "the reapers of the workers take back the $left tasks left running" \
+	"$(until_eq 30 0 q coord "SELECT count(*) FROM schedq.task WHERE id IN ($running) AND status = 'running'")" 0
+ok "  each once (lease_expirations on the two workers)" "$(($(expirations) - lease0))" "$left"
+ok "  and available again (a retry, promoted by the node's scheduler)" \
+	"$(until_eq 30 "$left" q coord "SELECT count(*) FROM schedq.task WHERE id IN ($running) AND last_error = 'lease expired' AND status = 'available'")" "$left"
+q coord "SELECT schedq.submit('f', queue => 'fq3')" >/dev/null
+ok "schedq.fail with a back-off of 1 s: pending, then available (promoted by the node's scheduler)" \
+	"$(q coord "SELECT schedq.fail(token, 'b', retry_in => '1 second') FROM schedq.claim('w', queues => '{fq3}')") $(until_eq 10 available q coord "SELECT status FROM schedq.task WHERE queue = 'fq3'")" \
+	"pending available"
+q coord "SELECT schedq.submit('d', queue => 'q3', run_at => now() + interval '1 second')" >/dev/null
+ok "a task due in 1 s becomes available when due" \
+	"$(until_eq 10 available q coord "SELECT status FROM schedq.task WHERE kind = 'd'")" available
 
 # 4b. Gated tasks: 800 tasks in queues g1..g8, lock keys k0..k9 with
 # versions and concurrency keys c0 (no limit) and c1 (limit 3) in each
-# queue, all pending; two promotion passes at once on every node, and 16
-# clients claiming and completing through the coordinator, until all are
-# done (deadline 120 s).
+# queue, all pending, promoted by the schedulers of the workers while 16
+# clients claim and complete through the coordinator, until all are done
+# (deadline 120 s).
 q coord "INSERT INTO schedq.concurrency_limit (key, max_active) VALUES ('c1', 3)" >/dev/null
 q coord "SELECT count(schedq.submit('g', queue => 'g' || (g % 8 + 1), lock_key => 'k' || (g % 10),
-	version => g / 80, concurrency_key => 'c' || (g % 2))) FROM generate_series(0, 799) g" >/dev/null
+	version => g / 80, concurrency_key => 'c' || (g % 2), run_at => now() + interval '2 seconds'))
+	FROM generate_series(0, 799) g" >/dev/null
 ok "800 gated tasks wait for promotion" \
 	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND status = 'pending'")" 800
-bg=()
-for node in $CITUS_NODES; do
-	pgb -p "$(node_port "$node")" -c 2 -T 150 -f "$HERE/promote_loop.sql" >"$WORK/promote-$node.log" 2>&1 &
-	bg+=($!)
-done
 pgb -p "$CITUS_PORT" -c 16 -j 2 -T 150 -f "$HERE/claim_gated.sql" >"$WORK/gated.log" 2>&1 &
-bg+=($!)
+drain=$!
 start=$SECONDS
-done_n=0
-while [ $((SECONDS - start)) -lt 120 ]; do
-	done_n=$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND status = 'done'")
-	[ "$done_n" = 800 ] && break
-	sleep 0.5
-done
-kill "${bg[@]}" 2>/dev/null
-wait "${bg[@]}" 2>/dev/null
-echo "#   gated drain: $done_n of 800 done in $((SECONDS - start)) s; promotions on each worker's shards:" \
-	"w1 $(q w1 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available' AND queue LIKE 'g_'")," \
-	"w2 $(q w2 "SELECT count(*) FROM schedq_citus.audit WHERE status = 'available' AND queue LIKE 'g_'")"
+done_n=$(until_eq 120 800 q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND status = 'done'")
+kill "$drain" 2>/dev/null
+wait "$drain" 2>/dev/null
+echo "#   gated drain: $done_n of 800 done in $((SECONDS - start)) s"
 ok "every gated task done" "$done_n" 800
 ok "no gated task claimed twice" \
 	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'g_' AND attempts > 1")" 0
-# Order and limits from each worker's audit of status changes (passes.sql:
-# the worker's clock at each change; started_at and finished_at are the
-# coordinator's, taken before a statement reaches the worker).
+# Order and limits from the tasks' own times: a task is claimed only after
+# the complete of the one before it in its key committed, so its
+# started_at comes after that one's finished_at (all clocks are this
+# machine's); and it counts against its concurrency key at least from its
+# started_at to its finished_at.
 ok "each (queue, lock_key) ran one task at a time, in key order" \
-	"$(( $(q w1 'SELECT schedq_citus.audit_lock_violations()') + $(q w2 'SELECT schedq_citus.audit_lock_violations()') ))" 0
-most=$(for node in w1 w2; do q "$node" "SELECT schedq_citus.audit_most_active('c1')"; done | sort -n | tail -1)
-ok "at most 3 tasks of (queue, c1) were available or running at once, and 3 were" "$most" 3
+	"$(q coord "SELECT count(*) FROM (SELECT started_at, lag(finished_at) OVER w AS prev_finished
+	  FROM schedq.task WHERE queue LIKE 'g_' WINDOW w AS (PARTITION BY queue, lock_key ORDER BY version, id)) x
+	 WHERE started_at < prev_finished")" 0
+# A concurrency limit counts per shard: at no task's start were more than 3
+# tasks of c1 of its shard claimed and unfinished.
+most=$(q coord "WITH c AS MATERIALIZED (SELECT get_shard_id_for_distribution_column('schedq.task', queue) AS shard, started_at, finished_at
+	                          FROM schedq.task WHERE queue LIKE 'g_' AND concurrency_key = 'c1')
+	SELECT max(n) FROM (SELECT (SELECT count(*) FROM c o WHERE o.shard = c.shard
+	                              AND o.started_at <= c.started_at AND o.finished_at > c.started_at) AS n FROM c) x")
+ok "at most 3 tasks of c1 ran at once in a shard (most: $most)" "$([ "${most:-0}" -le 3 ] && [ "${most:-0}" -ge 1 ] && echo yes)" yes
 
-# 4c. Periodic tasks: three schedules (every minute) in the reference table
-# schedq.periodic, due; four sessions on the coordinator each tick at six
-# successive minutes, at once.  Each due time fires once: a schedule's
-# tasks have distinct due times and as many as it counts fired.
+# 4c. A shard move under load: the shard of queue mq (50 tasks due in an
+# hour, 50 gated by one lock key, 50 available) moves from its worker to
+# the other while 8 clients claim and complete in mq and q1..q8; then the
+# 50 are made due.  Nothing is lost or done twice; the other worker's
+# scheduler promotes the queue's tasks after the move.
+q coord "SELECT count(schedq.submit('m', queue => 'mq', run_at => now() + interval '1 hour')) FROM generate_series(1, 50)" >/dev/null
+q coord "SELECT count(schedq.submit('m', queue => 'mq', lock_key => 'mk', version => v)) FROM generate_series(1, 50) v" >/dev/null
+q coord "SELECT count(schedq.submit('m', queue => 'mq')) FROM generate_series(1, 50)" >/dev/null
+mfrom=$(qnode mq)
+mto=w1
+[ "$mfrom" = w1 ] && mto=w2
+mshard=$(q coord "SELECT get_shard_id_for_distribution_column('schedq.task', 'mq')")
+promoted()
+{
+	q "$1" "SELECT value FROM schedq.metrics() WHERE name = 'tasks_promoted'"
+}
+pgb -p "$CITUS_PORT" -c 8 -j 2 -T 150 -f "$HERE/claim_moved.sql" >"$WORK/moved.log" 2>&1 &
+load=$!
+sleep 1
+cpsql coord -c "SELECT citus_move_shard_placement($mshard, '$CITUS_DIR', $(node_port "$mfrom"), '$CITUS_DIR', $(node_port "$mto"), shard_transfer_mode => 'block_writes')" >"$WORK/move.log" 2>&1
+ok "the shard of mq moves from $mfrom to $mto under load" "$?:$(qnode mq)" "0:$mto"
+p0=$(promoted "$mto")
+q coord "UPDATE schedq.task SET run_at = now() WHERE queue = 'mq' AND status = 'pending' AND lock_key IS NULL" >/dev/null
+ok "the 150 tasks of mq are done, after the move, each once" \
+	"$(until_eq 90 150 q coord "SELECT count(*) FROM schedq.task WHERE queue = 'mq' AND status = 'done' AND attempts = 1")" 150
+kill "$load" 2>/dev/null
+wait "$load" 2>/dev/null
+ok "  none lost, none doubled (150 tasks of mq, ids distinct)" \
+	"$(q coord "SELECT count(*) || ' ' || count(DISTINCT id) FROM schedq.task WHERE queue = 'mq'")" "150 150"
+ok "  the 50 made due after the move were promoted by $mto's scheduler" \
+	"$(q coord "SELECT $(promoted "$mto") - $p0 >= 50")" t
+ok "  the lock key mk ran in version order, one at a time" \
+	"$(q coord "SELECT count(*) FROM (SELECT started_at, lag(finished_at) OVER (ORDER BY version) AS p FROM schedq.task WHERE queue = 'mq' AND lock_key = 'mk') x WHERE started_at < p")" 0
+ok "  no scheduler pass failed on any node" \
+	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed')" 0
+
+# The periodic pass stays off on a cluster (schedq.schedule is refused):
+# schedules put into the reference table by hand are left alone.
 q coord "INSERT INTO schedq.periodic (name, schedule, kind, queue, owner, next_run)
 	SELECT 'p' || i, '* * * * *', 'tick', 'q' || i, 'postgres', now() - interval '1 second'
 	  FROM generate_series(1, 3) i" >/dev/null
-# every node's scheduler iterates once more after the schedules are due: it
-# leaves them alone (before it stood aside, it set every one aside)
 since=$(q coord "SELECT clock_timestamp()")
-start=$SECONDS
 ticked=0
+start=$SECONDS
 while [ $((SECONDS - start)) -lt 30 ]; do
 	ticked=0
 	for node in $CITUS_NODES; do
@@ -552,23 +584,8 @@ while [ $((SECONDS - start)) -lt 30 ]; do
 	sleep 0.2
 done
 ok "every node's scheduler ran an iteration with the schedules due" "$ticked" 3
-ok "schedq's scheduler left the due schedules alone (enabled, no error)" \
+ok "schedq's scheduler left the due schedules alone (enabled, no error, not fired)" \
 	"$(q coord "SELECT count(*) FROM schedq.periodic WHERE enabled AND last_error IS NULL AND fired = 0")" 3
-for s in 1 2 3 4; do
-	cpsql coord -At -c "SELECT sum(schedq_citus.tick(now() + k * interval '1 minute'))
-	                      FROM generate_series(0, 5) k" >"$WORK/tick-$s.out" 2>&1 &
-done
-wait
-ok "four concurrent tick sessions ran without error" "$(cat "$WORK"/tick-*.out | grep -c ERROR)" 0
-ticks=$(q coord "SELECT count(*) FROM schedq.task WHERE periodic IS NOT NULL")
-echo "#   periodic: $ticks tasks fired by 3 schedules over 6 minutes of ticks," \
-	"$(awk '{ s += $1 } END { print s + 0 }' "$WORK"/tick-*.out) counted by the tick sessions"
-ok "each schedule fired each due time once" \
-	"$(q coord "SELECT count(*) FROM (SELECT p.name FROM schedq.periodic p
-	  JOIN schedq.task t ON t.periodic = p.name
-	  GROUP BY p.name, p.fired HAVING count(*) <> p.fired OR count(DISTINCT t.run_at) <> count(*)) x")" 0
-ok "every schedule fired, as its first due time came" \
-	"$(q coord "SELECT count(*) FROM schedq.periodic WHERE fired >= 1 AND last_task_id IS NOT NULL")" 3
 
 # 5. Figures: the cluster against one server, same machine, same run.
 as_user "$CITUS_BINDIR/initdb" -D "$WORK/single" -A trust -U postgres --no-sync >"$WORK/initdb-single.log" 2>&1

@@ -71,6 +71,7 @@ log_min_messages = warning
 log_line_prefix = '%m [%p] $node '
 schedq.sql_workers = 0
 citus.enable_unsafe_triggers = on
+citus.local_hostname = '$CITUS_DIR'
 EOF
 		as_user "$CITUS_BINDIR/pg_ctl" -D "$CITUS_DIR/$node" -l "$CITUS_DIR/$node.log" \
 			-w -t 60 start >/dev/null || return 1

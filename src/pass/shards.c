@@ -1,0 +1,154 @@
+/*-------------------------------------------------------------------------
+ * pass/shards.c
+ *	  The scheduler's passes on a node of a Citus cluster that distributes
+ *	  schedq.task (schedq.distribute): the same passes, run over each shard
+ *	  of the table placed on this node, one after the other.
+ *
+ * Each node's scheduler owns the shards placed on it; no two schedulers
+ * share a shard, and a shard moved away is skipped once the move has
+ * switched its placement (store/task_shards.c takes Citus's shard
+ * metadata lock first).  Inside a shard every statement of a pass names
+ * the shard's table (shared/plan.c), so promotion, the reaper and
+ * retention are the single server's code, on the rows of that shard.
+ * What follows from it, and docs/scale-out.md states:
+ *	- the gates hold within a shard: a lock key orders the tasks of its
+ *	  queue (and of the other queues in that shard), a concurrency limit
+ *	  counts the tasks of each shard on its own;
+ *	- gate events are the node's (schedq.gate_event is a plain table on
+ *	  every node, written by the status trigger of the shards here): they
+ *	  are taken once and judged in every shard of the node.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "pass/promote.h"
+#include "pass/reaper.h"
+#include "pass/shards.h"
+#include "store/task_shards.h"
+
+/* What one pass does in one shard. */
+typedef void (*ShardPass)(void *arg);
+
+/* Run `pass` in each shard placed here; the shard is left on error too. */
+static void
+shards_each(ShardPass pass, void *arg)
+{
+	int64 *shards;
+	int	   n = schedq_task_shards_local(&shards);
+
+	for (int i = 0; i < n; i++)
+	{
+		if (!schedq_task_shards_enter(shards[i]))
+			continue;
+		PG_TRY();
+		{
+			pass(arg);
+		}
+		PG_FINALLY();
+		{
+			schedq_task_shards_leave();
+		}
+		PG_END_TRY();
+	}
+	pfree(shards);
+}
+
+/* The arguments and results of a pass, for shards_each. */
+typedef struct ShardPassArg
+{
+	TimestampTz		 now;
+	bool			*more;
+	int				 done;
+	TimestampTz		 next_due;
+	SchedqGateEvents events;
+} ShardPassArg;
+
+static void
+shard_judge_events(void *arg)
+{
+	ShardPassArg *a = arg;
+
+	a->done += schedq_promote_judge_events(&a->events, a->now, a->more);
+}
+
+/*
+ * Take the node's gate events and judge them in every shard.  The caller
+ * holds the pass lock (schedq_promote_try_lock).
+ */
+int
+schedq_shards_promote_events(TimestampTz now, bool *more)
+{
+	ShardPassArg a = { .now = now, .more = more };
+
+	if (!schedq_promote_take_events(&a.events))
+		return 0;
+	shards_each(shard_judge_events, &a);
+	return a.done;
+}
+
+static void
+shard_promote_due(void *arg)
+{
+	ShardPassArg *a = arg;
+
+	a->done += schedq_promote_due(a->now, a->more);
+}
+
+/* Promote the due tasks of every shard. */
+int
+schedq_shards_promote_due(TimestampTz now, bool *more)
+{
+	ShardPassArg a = { .now = now, .more = more };
+
+	shards_each(shard_promote_due, &a);
+	return a.done;
+}
+
+static void
+shard_reap(void *arg)
+{
+	ShardPassArg *a = arg;
+
+	a->done += schedq_reaper_pass(a->now, a->more);
+}
+
+/* The reaper and retention in every shard. */
+int
+schedq_shards_reap(TimestampTz now, bool *more)
+{
+	ShardPassArg a = { .now = now, .more = more };
+
+	shards_each(shard_reap, &a);
+	return a.done;
+}
+
+static void
+shard_next_due(void *arg)
+{
+	ShardPassArg *a = arg;
+
+	a->next_due = Min(a->next_due, schedq_promote_next_due(a->now));
+}
+
+/* The earliest time a parked-free pending task of any shard comes due. */
+TimestampTz
+schedq_shards_next_due(TimestampTz now)
+{
+	ShardPassArg a = { .now = now, .next_due = DT_NOEND };
+
+	shards_each(shard_next_due, &a);
+	return a.next_due;
+}
+
+static void
+shard_unpark_all(void *arg)
+{
+	schedq_promote_unpark_all();
+}
+
+/* Unpark every parked task of every shard (the scheduler's start). */
+void
+schedq_shards_unpark_all(void)
+{
+	shards_each(shard_unpark_all, NULL);
+}
