@@ -14,6 +14,8 @@
  *	- the gates hold within a shard: a lock key orders the tasks of its
  *	  queue (and of the other queues in that shard), a concurrency limit
  *	  counts the tasks of each shard on its own;
+ *	- a shard whose metadata lock a move or split holds is skipped until the
+ *	  next iteration, past the scheduler's lock_timeout;
  *	- gate events are the node's (schedq.gate_event is a plain table on
  *	  every node, written by the status trigger of the shards here): they
  *	  are taken once and judged in every shard of the node.
@@ -21,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include "shared/isolate.h"
 #include "pass/promote.h"
 #include "pass/reaper.h"
 #include "pass/shards.h"
@@ -28,6 +31,42 @@
 
 /* What one pass does in one shard. */
 typedef void (*ShardPass)(void *arg);
+
+typedef struct ShardEnter
+{
+	int64 shard;
+	bool  entered;
+} ShardEnter;
+
+static void
+shard_enter_step(void *arg)
+{
+	ShardEnter *e = arg;
+
+	e->entered = schedq_task_shards_enter(e->shard);
+}
+
+/*
+ * Enter a shard, unless a move or split holds its metadata lock past the
+ * scheduler's lock_timeout: then the shard waits for the next iteration,
+ * and the other shards go on.
+ */
+static bool
+shard_enter(int64 shard)
+{
+	ShardEnter e = { shard, false };
+	ErrorData *edata = schedq_isolate_subxact(shard_enter_step, &e);
+
+	if (edata == NULL)
+		return e.entered;
+	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		ReThrowError(edata);
+	ereport(DEBUG1, errmsg("schedq scheduler: shard " INT64_FORMAT
+						   " of schedq.task skipped: %s",
+						   shard, edata->message));
+	FreeErrorData(edata);
+	return false;
+}
 
 /* Run `pass` in each shard placed here; the shard is left on error too. */
 static void
@@ -38,7 +77,7 @@ shards_each(ShardPass pass, void *arg)
 
 	for (int i = 0; i < n; i++)
 	{
-		if (!schedq_task_shards_enter(shards[i]))
+		if (!shard_enter(shards[i]))
 			continue;
 		PG_TRY();
 		{

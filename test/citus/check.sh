@@ -566,6 +566,21 @@ ok "  the lock key mk ran in version order, one at a time" \
 ok "  no scheduler pass failed on any node" \
 	"$(cat "$CITUS_DIR"/coord.log "$CITUS_DIR"/w1.log "$CITUS_DIR"/w2.log | grep -c 'schedq scheduler: .* failed')" 0
 
+# 4d. A task's owner survives a shard move: the task of schedq_app (whose
+# OID differs on every node) names schedq_app on the node its shard moved
+# to (distribute() turns Citus's binary copies off, which would carry
+# the source node's OID).
+ofrom=$(qnode dq4)
+oto=w1
+[ "$ofrom" = w1 ] && oto=w2
+ok "citus.enable_binary_protocol is off in the database on every node" \
+	"$(for n in $CITUS_NODES; do q "$n" "SHOW citus.enable_binary_protocol"; done | sort -u)" off
+cpsql coord -c "SELECT citus_move_shard_placement(get_shard_id_for_distribution_column('schedq.task', 'dq4'), '$CITUS_DIR', $(node_port "$ofrom"), '$CITUS_DIR', $(node_port "$oto"), shard_transfer_mode => 'block_writes')" >>"$WORK/move.log" 2>&1
+ok "the shard of dq4 moves from $ofrom to $oto" "$?:$(qnode dq4)" "0:$oto"
+ok "  its task's owner is still schedq_app, by $oto's OID for it" \
+	"$(q coord "SELECT owner::text FROM schedq.task WHERE queue = 'dq4'") $(q coord "SELECT owner::oid FROM schedq.task WHERE queue = 'dq4'") " \
+	"schedq_app $(q "$oto" "SELECT oid FROM pg_roles WHERE rolname = 'schedq_app'") "
+
 # The periodic pass stays off on a cluster (schedq.schedule is refused):
 # schedules put into the reference table by hand are left alone.
 q coord "INSERT INTO schedq.periodic (name, schedule, kind, queue, owner, next_run)
