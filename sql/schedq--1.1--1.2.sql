@@ -335,6 +335,9 @@ BEGIN
 	EXECUTE 'SELECT create_reference_table(''schedq.concurrency_limit'')';
 	EXECUTE 'SELECT create_reference_table(''schedq.budget'')';
 	EXECUTE 'SELECT create_reference_table(''schedq.periodic'')';
+	-- One set of token signing keys: a token signed on any node (a
+	-- claim_queue runs on its queue's node) verifies on every other.
+	EXECUTE 'SELECT create_reference_table(''schedq.grant_key'')';
 
 	-- The task table, by queue.  Citus accepts no unique index without the
 	-- distribution column: the primary key becomes (queue, id), id keeps an

@@ -119,8 +119,8 @@ typedef struct SchedulerTick
 	bool		promote_busy; /* another session holds the promotion lock */
 	int			sql_ready;	  /* SQL tasks the executors could claim now */
 	bool		refused;	  /* a write was refused: the server is read-only */
-	bool		node;		  /* schedq.task is distributed: the passes run
-							   * over the shards placed here (pass/shards.c) */
+	bool		node;		  /* schedq.task is distributed (pass/shards.c) */
+	bool		became_node;  /* it became so meanwhile: skip the rest */
 } SchedulerTick;
 
 /* One pass of an iteration, run in a subtransaction of its own. */
@@ -481,7 +481,7 @@ scheduler_try(SchedulerPass *pass, SchedulerTick *tick)
 	ErrorData		*edata;
 
 	/* once a write was refused, the iteration's other passes would be too */
-	if (tick->refused)
+	if (tick->refused || tick->became_node)
 		return false;
 	if (tick->now < pass->retry_at)
 	{
@@ -501,6 +501,14 @@ scheduler_try(SchedulerPass *pass, SchedulerTick *tick)
 		/* not the pass's fault: the server is read-only, no WARNING */
 		tick->refused = true;
 		strlcpy(scheduler_refusal, edata->message, sizeof(scheduler_refusal));
+		FreeErrorData(edata);
+		return false;
+	}
+	if (!tick->node && schedq_task_distributed())
+	{
+		/* distributed meanwhile (a worker's metadata sync takes no lock) */
+		tick->became_node = true;
+		tick->more = true;
 		FreeErrorData(edata);
 		return false;
 	}

@@ -15,7 +15,11 @@
  * again by the next claim, but never its nonce.
  *
  * The signed message also holds the database OID, so a token of one
- * database is worthless in another.  Secrets live in schedq.grant_key,
+ * database is worthless in another.  On a Citus cluster (schedq.distribute
+ * makes schedq.grant_key a reference table: one set of keys on every node)
+ * it holds the database's name instead, the same on every node, so that a
+ * token signed on the node of a queue's shard (claim_queue runs there)
+ * verifies on any other.  Secrets live in schedq.grant_key,
  * which only superusers can read; the newest key signs, the previous one
  * still verifies, so rotate_grant_key() does not break tokens in flight.
  *
@@ -29,6 +33,9 @@
 
 #include <limits.h>
 
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "commands/dbcommands.h"
 #include "common/cryptohash.h"
 #include "common/hmac.h"
 #include "common/sha2.h"
@@ -36,9 +43,12 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "shared/call.h"
+#include "shared/citus.h"
 #include "shared/token.h"
 #include "shared/plan.h"
 #include "shared/commit.h"
@@ -55,7 +65,23 @@ typedef struct TokenKey
 /* The cache: keys[0] is the newest, the one that signs. */
 static TokenKey token_keys[TOKEN_MAX_KEYS];
 static int		token_nkeys = 0;
-static uint64	token_generation = 0; /* 0: nothing cached */
+static uint64	token_generation = 0;	   /* 0: nothing cached */
+static bool		token_distributed = false; /* keys of a Citus cluster */
+static char	   *token_dbname = NULL;	   /* signed, when they are */
+
+/* Is schedq.grant_key a Citus reference table (schedq.distribute)? */
+static bool
+token_keys_distributed(void)
+{
+	Oid nsp;
+
+	if (!OidIsValid(
+			get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return false;
+	nsp = get_namespace_oid("schedq", true);
+	return OidIsValid(nsp) &&
+		   schedq_citus_table(get_relname_relid("grant_key", nsp));
+}
 
 static SchedqQuery q_load_keys =
 	SCHEDQ_QUERY0("SELECT kid, secret FROM schedq.grant_key"
@@ -80,10 +106,12 @@ static void
 token_load_keys(bool force)
 {
 	uint64	   generation = schedq_commit_generation(GENERATION_GRANT_KEYS);
+	bool	   distributed = token_keys_distributed();
 	SchedqCall call;
 	int		   n;
 
-	if (!force && token_generation == generation && token_nkeys > 0)
+	if (!force && token_generation == generation && token_nkeys > 0 &&
+		distributed == token_distributed)
 		return;
 
 	schedq_call_begin(&call);
@@ -113,6 +141,10 @@ token_load_keys(bool force)
 			errhint(
 				"A superuser can create one with schedq.rotate_grant_key()."));
 	token_generation = generation;
+	token_distributed = distributed;
+	if (distributed && token_dbname == NULL)
+		token_dbname = MemoryContextStrdup(TopMemoryContext,
+										   get_database_name(MyDatabaseId));
 }
 
 /*
@@ -121,15 +153,23 @@ token_load_keys(bool force)
 static void
 token_mac(const TokenKey *key, const SchedqToken *token, uint8 *mac)
 {
-	char		 msg[160];
+	char		 msg[160 + NAMEDATALEN];
 	int			 len;
 	pg_hmac_ctx *ctx;
 
-	len = snprintf(msg, sizeof(msg),
-				   "schedq:2:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT
-				   ":" INT64_FORMAT,
-				   MyDatabaseId, key->kid, token->task_id, token->attempt,
-				   (int64) token->lease_expires, token->nonce);
+	if (token_distributed)
+		len = snprintf(msg, sizeof(msg),
+					   "schedq:2c:%zu:%s:%d:" INT64_FORMAT ":%d:" INT64_FORMAT
+					   ":" INT64_FORMAT,
+					   strlen(token_dbname), token_dbname, key->kid,
+					   token->task_id, token->attempt,
+					   (int64) token->lease_expires, token->nonce);
+	else
+		len = snprintf(msg, sizeof(msg),
+					   "schedq:2:%u:%d:" INT64_FORMAT ":%d:" INT64_FORMAT
+					   ":" INT64_FORMAT,
+					   MyDatabaseId, key->kid, token->task_id, token->attempt,
+					   (int64) token->lease_expires, token->nonce);
 	ctx = pg_hmac_create(PG_SHA256);
 	if (ctx == NULL)
 		elog(ERROR, "out of memory");

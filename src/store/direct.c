@@ -72,6 +72,7 @@
 
 #include "base/compat.h"
 #include "base/settings.h"
+#include "shared/citus.h"
 #include "shared/metrics.h"
 #include "store/direct.h"
 #include "store/direct_int.h"
@@ -317,7 +318,7 @@ direct_describe(Relation rel)
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION ||
 		rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
-		schedq_task_citus_table(cache.relid))
+		schedq_citus_table(cache.relid))
 	{
 		cache.decline = DIRECT_DECLINE_TABLE;
 		return;

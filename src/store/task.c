@@ -33,6 +33,7 @@
 #include "base/check.h"
 #include "base/cron.h"
 #include "store/floor.h"
+#include "shared/citus.h"
 #include "shared/plan.h"
 #include "base/settings.h"
 #include "store/task.h"
@@ -418,40 +419,6 @@ schedq_task_gate_event(Datum *values, const char *nulls)
 	schedq_wake_scheduler_at_commit();
 }
 
-/*
- * Is the table one of Citus's (pg_dist_partition has it)?  Then its rows
- * are in shards that only Citus's planner finds: the table itself is an
- * empty shell.  False, without a lookup, where Citus is not installed.
- */
-bool
-schedq_task_citus_table(Oid relid)
-{
-	Oid dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
-	Oid index;
-	AttrNumber	att;
-	Relation	prel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	bool		found;
-
-	if (!OidIsValid(dist))
-		return false;
-	att = get_attnum(dist, "logicalrelid");
-	if (att == InvalidAttrNumber)
-		return true; /* a pg_dist_partition of another shape */
-	/* through Citus's index on logicalrelid when it has one (it does) */
-	index = get_relname_relid("pg_dist_partition_logical_relid_index",
-							  PG_CATALOG_NAMESPACE);
-	prel = table_open(dist, AccessShareLock);
-	ScanKeyInit(&key, OidIsValid(index) ? 1 : att, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(prel, index, OidIsValid(index), NULL, 1, &key);
-	found = HeapTupleIsValid(systable_getnext(scan));
-	systable_endscan(scan);
-	table_close(prel, AccessShareLock);
-	return found;
-}
-
 /* Is schedq.task distributed by Citus in this database? */
 bool
 schedq_task_distributed(void)
@@ -466,7 +433,7 @@ schedq_task_distributed(void)
 		return false;
 	nsp = get_namespace_oid("schedq", true);
 	return OidIsValid(nsp) &&
-		   schedq_task_citus_table(get_relname_relid("task", nsp));
+		   schedq_citus_table(get_relname_relid("task", nsp));
 }
 
 /*

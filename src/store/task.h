@@ -211,7 +211,6 @@ extern void schedq_task_row_available_at_commit(HeapTuple row, TupleDesc desc,
 												int first_column);
 
 extern void schedq_task_gate_event(Datum *values, const char *nulls);
-extern bool schedq_task_citus_table(Oid relid);
 extern bool schedq_task_distributed(void);
 extern bool schedq_task_distributed_locked(void);
 

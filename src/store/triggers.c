@@ -21,6 +21,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/rel.h"
 
 #include "shared/plan.h"
 #include "store/task_runs.h"
@@ -101,13 +102,22 @@ PG_FUNCTION_INFO_V1(schedq_queue_changed_trigger);
  * Statement trigger on schedq.queue (pause_queue, resume_queue, or DML by
  * hand): make claims look at the paused queues again once this commits.
  * Without the library preloaded no claim runs (a restore may, though).
+ *
+ * On a Citus cluster schedq.queue is a reference table, and the trigger
+ * fires on its copies (schedq.queue_<shard id>) in transactions Citus
+ * prepares, which a bump cannot be part of (shared/commit.h).  No claim
+ * there needs one: a claim on a distributed schedq.task reads the queue's
+ * paused flag every time (store/task_citus.c).
  */
 Datum
 schedq_queue_changed_trigger(PG_FUNCTION_ARGS)
 {
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "schedq._queue_changed() must be called as a trigger");
-	schedq_commit_generation_bump(GENERATION_QUEUES);
+	if (strcmp(RelationGetRelationName(trigdata->tg_relation), "queue") == 0)
+		schedq_commit_generation_bump(GENERATION_QUEUES);
 	return PointerGetDatum(NULL);
 }
 
