@@ -467,6 +467,8 @@ ok "  a paused queue gives nothing to claim or claim_queue" \
 	"$(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{pq}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('pq', 'w')")" "0 0"
 ok "schedq.resume_queue on the cluster; then claim and claim_queue take its tasks" \
 	"$(cpsql coord -c "SELECT schedq.resume_queue('pq')" 2>&1 | grep -c ERROR) $(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{pq}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('pq', 'w')")" "0 1 1"
+ok "schedq.submit_sql is refused on the cluster (0A000): no SQL executor runs there" \
+	"$(sqlstate coord "SELECT schedq.submit_sql('SELECT 1', queue => 'q1')")" 0A000
 limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
 
 # 4. schedq's own scheduler on every node: promotion and the reaper over
