@@ -672,5 +672,17 @@ lw=$(pgb -p "$((CITUS_PORT + 1))" -c 1 -T "$SECONDS_RUN" -f "$HERE/submit.sql" 2
 echo "#   submit latency, 1 client: cluster via coordinator $lc ms, via worker 1 $lw ms, one server $ls ms"
 ok "figures measured" "$([ -n "$lc" ] && [ -n "$ls" ] && echo yes)" yes
 
+# One worker node against two: worker 2 drained (its shards moved to
+# worker 1), the same cycles again; nothing lost by the drain.
+before=$(q coord 'SELECT count(*) FROM schedq.task')
+cpsql coord -c "SELECT citus_drain_node('$CITUS_DIR', $((CITUS_PORT + 2)), shard_transfer_mode => 'block_writes')" >"$WORK/drain.log" 2>&1
+ok "worker 2 drained: every shard on worker 1, no task lost" \
+	"$(q coord "SELECT count(DISTINCT nodeport) FROM pg_dist_shard_placement p JOIN pg_dist_shard s USING (shardid) WHERE s.logicalrelid = 'schedq.task'::regclass") $(q coord 'SELECT count(*) FROM schedq.task')" \
+	"1 $before"
+echo "#   claim + complete cycles/s with schedq's calls, one worker node against two (the same run):"
+for c in 1 16; do
+	echo "#   | $c clients | one worker node $(figure "$CITUS_PORT" "$c" "$HERE/schedq_claim_complete.sql") |"
+done
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
