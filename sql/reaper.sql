@@ -72,3 +72,13 @@ SELECT schedq._reap_once(now() + interval '29 days');
 SELECT kind, status FROM schedq.task ORDER BY id;
 SELECT schedq._reap_once(now() + interval '31 days');
 SELECT kind, status FROM schedq.task ORDER BY id;
+-- Retention reads finished tasks through task_finished_idx, whatever the
+-- table holds: its plan (generic, the status a parameter) reads no table
+-- sequentially.
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan AS seq0 FROM pg_stat_user_tables
+ WHERE relid = 'schedq.task'::regclass \gset
+SELECT schedq._reap_once(now() + interval '400 days');
+SELECT pg_stat_force_next_flush();
+SELECT seq_scan - :seq0 AS seq_scans FROM pg_stat_user_tables
+ WHERE relid = 'schedq.task'::regclass;

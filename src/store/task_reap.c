@@ -30,10 +30,16 @@ static SchedqQuery q_extend = SCHEDQ_QUERY(
 	"UPDATE schedq.task SET lease_expires_at = least($3 + lease, deadline)"
 	" WHERE id = $1 AND attempts = $2 AND status = 'running'",
 	INT8OID, INT4OID, TIMESTAMPTZOID);
-/* $2: one finished status; each has its retention (task_finished_idx). */
+/*
+ * $2: one finished status; each has its retention (task_finished_idx).
+ * The plan is generic, and status = $2 alone does not prove the index's
+ * predicate: without the list of finished statuses the plan read the
+ * whole table, every pass, for each status.
+ */
 static SchedqQuery q_retention =
 	SCHEDQ_QUERY("SELECT id FROM schedq.task"
-				 " WHERE status = $2 AND finished_at < $1"
+				 " WHERE status = $2 AND status IN " TASK_FINISHED_SQL
+				 "   AND finished_at < $1"
 				 " ORDER BY finished_at LIMIT " RETENTION_BATCH_SQL
 				 " FOR UPDATE SKIP LOCKED",
 				 TIMESTAMPTZOID, TEXTOID);
