@@ -51,8 +51,8 @@ endif
 REGRESS_TESTS = install submit claim complete_fail progress manage budgets grants grant_session privileges work_grants bad_input promote reaper observe cron_parse periodic workflows hardening hostile_input interval_parts complete_and_claim cron_api distribute claim_queue
 ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
 	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race complete_and_claim \
-	repeatable_read work_grant cron_jobs run_now_race gates_two_completers gates_complete_vs_pass \
-	gates_complete_vs_cancel
+	repeatable_read work_grant gates_two_completers gates_complete_vs_pass gates_complete_vs_cancel \
+	cron_jobs run_now_race
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
