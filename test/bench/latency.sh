@@ -2,7 +2,7 @@
 # test/bench/latency.sh -- submit -> start latency seen from the clients,
 # with idle workers waiting, and where each part of it goes
 #
-#   bash test/bench/latency.sh          (after `make install`; about 3 minutes)
+#   bash test/bench/latency.sh          (after `make install`; 3 to 4 minutes)
 #
 # Starts a throwaway PostgreSQL server with schedq preloaded and
 # track_commit_timestamp on.  BENCH_WORKERS (8) consumers (latency.c, one
