@@ -8,7 +8,7 @@
 # Starts a throwaway PostgreSQL server with schedq preloaded and measures,
 # in each round, interleaved (the baseline first, then schedq):
 #
-# 1. One task per transaction, pgbench at BENCH_SUBMIT_CLIENTS clients,
+# 1. One task per transaction, pgbench at BENCH_CLIENTS clients,
 #    BENCH_SECONDS s each: schedq.submit('noop', payload => ...)
 #    (schedq_submit.sql: an ungated task, inserted 'available') against
 #    INSERT INTO raw_job (raw_insert.sql; raw_setup.sql: a bigserial
@@ -36,7 +36,8 @@
 # Environment (defaults in brackets):
 #   PG_CONFIG                 pg_config of the server [PostgreSQL 15]
 #   BENCH_SECONDS [10]        duration of each pgbench run
-#   BENCH_SUBMIT_CLIENTS ["16 32"]
+#   BENCH_CLIENTS ["16 32"]   client counts of 1. (BENCH_SUBMIT_CLIENTS is
+#                             read when BENCH_CLIENTS is not set)
 #   BENCH_BATCH [20000]       BENCH_BATCH_CALLS [5]     BENCH_PEERS [0]
 #   BENCH_REPEAT [3]          rounds; the report gives medians of the rounds
 #                             and the median of the rounds' ratios
@@ -52,7 +53,7 @@ BENCH_NAME=submit
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 DURATION=${BENCH_SECONDS:-10}
-CLIENTS=${BENCH_SUBMIT_CLIENTS:-"16 32"}
+CLIENTS=${BENCH_CLIENTS:-${BENCH_SUBMIT_CLIENTS:-"16 32"}}
 BATCH=${BENCH_BATCH:-20000}
 CALLS=${BENCH_BATCH_CALLS:-5}
 REPEAT=${BENCH_REPEAT:-3}
@@ -64,6 +65,9 @@ DB=bench
 
 for v in DURATION BATCH CALLS REPEAT; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
+done
+for c in $CLIENTS; do
+	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must list positive integers, not '$CLIENTS'"
 done
 bench_check_tools initdb pg_ctl psql pgbench
 if [[ $PEERS == 1 ]]; then
