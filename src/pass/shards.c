@@ -16,12 +16,19 @@
  *	  counts the tasks of each shard on its own;
  *	- a shard whose metadata lock a move or split holds is skipped until the
  *	  next iteration, past the scheduler's lock_timeout;
+ *	- the gate events of a shard can be lost to it: taken by a pass that
+ *	  skipped it, or written on the node it moved away from.  So a shard
+ *	  is first entered with every parked task of it unparked (as the
+ *	  scheduler does at its start for the whole table): when it arrives
+ *	  on the node, after it was skipped, and after any pass failed;
  *	- gate events are the node's (schedq.gate_event is a plain table on
  *	  every node, written by the status trigger of the shards here): they
  *	  are taken once and judged in every shard of the node.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include "utils/memutils.h"
 
 #include "shared/isolate.h"
 #include "pass/promote.h"
@@ -31,6 +38,54 @@
 
 /* What one pass does in one shard. */
 typedef void (*ShardPass)(void *arg);
+
+/*
+ * The shards entered since their parked tasks were last unparked, in
+ * TopMemoryContext; one not listed gets its parked tasks unparked first.
+ */
+static int64 *shards_known = NULL;
+static int	  shards_nknown = 0;
+static int	  shards_maxknown = 0;
+
+static int
+shards_find(int64 shard)
+{
+	for (int i = 0; i < shards_nknown; i++)
+		if (shards_known[i] == shard)
+			return i;
+	return -1;
+}
+
+static void
+shards_remember(int64 shard)
+{
+	if (shards_nknown == shards_maxknown)
+	{
+		shards_maxknown = Max(64, shards_maxknown * 2);
+		shards_known =
+			shards_known == NULL ?
+				MemoryContextAlloc(TopMemoryContext,
+								   sizeof(int64) * shards_maxknown) :
+				repalloc(shards_known, sizeof(int64) * shards_maxknown);
+	}
+	shards_known[shards_nknown++] = shard;
+}
+
+static void
+shards_forget(int64 shard)
+{
+	int i = shards_find(shard);
+
+	if (i >= 0)
+		shards_known[i] = shards_known[--shards_nknown];
+}
+
+/* Every shard gets its parked tasks unparked when next entered. */
+void
+schedq_shards_forget_all(void)
+{
+	shards_nknown = 0;
+}
 
 typedef struct ShardEnter
 {
@@ -61,6 +116,7 @@ shard_enter(int64 shard)
 		return e.entered;
 	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 		ReThrowError(edata);
+	shards_forget(shard);
 	ereport(DEBUG1, errmsg("schedq scheduler: shard " INT64_FORMAT
 						   " of schedq.task skipped: %s",
 						   shard, edata->message));
@@ -81,6 +137,11 @@ shards_each(ShardPass pass, void *arg)
 			continue;
 		PG_TRY();
 		{
+			if (shards_find(shards[i]) < 0)
+			{
+				schedq_promote_unpark_all();
+				shards_remember(shards[i]);
+			}
 			pass(arg);
 		}
 		PG_FINALLY();
@@ -177,17 +238,4 @@ schedq_shards_next_due(TimestampTz now)
 
 	shards_each(shard_next_due, &a);
 	return a.next_due;
-}
-
-static void
-shard_unpark_all(void *arg)
-{
-	schedq_promote_unpark_all();
-}
-
-/* Unpark every parked task of every shard (the scheduler's start). */
-void
-schedq_shards_unpark_all(void)
-{
-	shards_each(shard_unpark_all, NULL);
 }

@@ -13,6 +13,6 @@ extern int		   schedq_shards_promote_events(TimestampTz now, bool *more);
 extern int		   schedq_shards_promote_due(TimestampTz now, bool *more);
 extern int		   schedq_shards_reap(TimestampTz now, bool *more);
 extern TimestampTz schedq_shards_next_due(TimestampTz now);
-extern void		   schedq_shards_unpark_all(void);
+extern void		   schedq_shards_forget_all(void);
 
 #endif /* SCHEDQ_SHARDS_H */

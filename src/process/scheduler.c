@@ -358,16 +358,12 @@ static void
 step_unpark(SchedulerTick *tick)
 {
 	if (tick->node)
-		schedq_shards_unpark_all();
+		schedq_shards_forget_all(); /* each is unparked as it is entered */
 	else
 		schedq_promote_unpark_all();
 }
 
-/*
- * Is schedq.task distributed by Citus here?  Then promotion and the
- * reaper run over the shards of the table placed on this node, and the
- * periodic pass and the SQL executors stay off; said once.
- */
+/* Is schedq.task distributed (by Citus)?  Said once (pass/shards.c). */
 static bool
 scheduler_distributed(void)
 {
@@ -512,6 +508,8 @@ scheduler_try(SchedulerPass *pass, SchedulerTick *tick)
 		FreeErrorData(edata);
 		return false;
 	}
+	if (tick->node)
+		schedq_shards_forget_all(); /* its unparks may be rolled back */
 	pass->backoff_ms = scheduler_backoff(pass->backoff_ms);
 	pass->retry_at = GetCurrentTimestamp() + (int64) pass->backoff_ms * 1000;
 	tick->wake = Min(tick->wake, pass->retry_at);
