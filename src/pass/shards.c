@@ -19,8 +19,10 @@
  *	- the gate events of a shard can be lost to it: taken by a pass that
  *	  skipped it, or written on the node it moved away from.  So a shard
  *	  is first entered with every parked task of it unparked (as the
- *	  scheduler does at its start for the whole table): when it arrives
- *	  on the node, after it was skipped, and after any pass failed;
+ *	  scheduler does at its start for the whole table), skipping rows
+ *	  others hold locked (and then again at its next entry): when it
+ *	  arrives on the node, again after it left and came back, after it
+ *	  was skipped, and after any pass failed;
  *	- gate events are the node's (schedq.gate_event is a plain table on
  *	  every node, written by the status trigger of the shards here): they
  *	  are taken once and judged in every shard of the node.
@@ -34,6 +36,7 @@
 #include "pass/promote.h"
 #include "pass/reaper.h"
 #include "pass/shards.h"
+#include "store/task_gates.h"
 #include "store/task_shards.h"
 
 /* What one pass does in one shard. */
@@ -78,6 +81,24 @@ shards_forget(int64 shard)
 
 	if (i >= 0)
 		shards_known[i] = shards_known[--shards_nknown];
+}
+
+/*
+ * Forget the shards no longer placed here: one that comes back gets its
+ * parked tasks unparked again (its events stayed on the other node).
+ */
+static void
+shards_keep_only(const int64 *shards, int n)
+{
+	for (int i = shards_nknown - 1; i >= 0; i--)
+	{
+		bool placed = false;
+
+		for (int k = 0; k < n && !placed; k++)
+			placed = shards[k] == shards_known[i];
+		if (!placed)
+			shards_known[i] = shards_known[--shards_nknown];
+	}
 }
 
 /* Every shard gets its parked tasks unparked when next entered. */
@@ -131,17 +152,19 @@ shards_each(ShardPass pass, void *arg)
 	int64 *shards;
 	int	   n = schedq_task_shards_local(&shards);
 
+	shards_keep_only(shards, n);
 	for (int i = 0; i < n; i++)
 	{
 		if (!shard_enter(shards[i]))
+		{
+			shards_forget(shards[i]);
 			continue;
+		}
 		PG_TRY();
 		{
-			if (shards_find(shards[i]) < 0)
-			{
-				schedq_promote_unpark_all();
+			if (shards_find(shards[i]) < 0 &&
+				schedq_task_gates_unpark_unlocked())
 				shards_remember(shards[i]);
-			}
 			pass(arg);
 		}
 		PG_FINALLY();

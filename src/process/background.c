@@ -197,6 +197,14 @@ schedq_background_settings(void)
 					PGC_SUSET, PGC_S_OVERRIDE);
 
 	/*
+	 * Each statement sees what committed before it (a look after a lock
+	 * wait must see what the lock holder did: pass/shards.c), whatever the
+	 * database's or role's default.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
 	 * Every query of a background process is written for an index.  Its plans are
 	 * generic and kept, and one made while a table was nearly empty would
 	 * scan the table sequentially until the next ANALYZE.

@@ -592,6 +592,7 @@ scheduler_recover(MemoryContext cxt, SchedulerTick *tick)
 		return schedq_promote_interval_ms;
 	}
 	scheduler_backoff_ms = scheduler_backoff(scheduler_backoff_ms);
+	schedq_shards_forget_all(); /* the iteration's unparks were undone */
 	ereport(WARNING, errcode(edata->sqlerrcode),
 			errmsg("schedq scheduler: an iteration failed: %s", edata->message),
 			edata->detail ? errdetail_internal("%s", edata->detail) : 0,

@@ -330,6 +330,13 @@ schedq_token_rotate_key(void)
 	bool   isnull;
 	int32  kid;
 
+	if (token_keys_distributed())
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("schedq.rotate_grant_key is not supported on a "
+					   "distributed schedq"),
+				errdetail("The keys are a reference table that every node "
+						  "caches; a rotation would reach one node's cache "
+						  "only, and the others would keep a retired key."));
 	if (!pg_strong_random(secret, sizeof(secret)))
 		ereport(ERROR, errcode(ERRCODE_INTERNAL_ERROR),
 				errmsg("could not generate a random token signing key"));

@@ -150,6 +150,14 @@ static SchedqQuery q_unpark =
 				 INT8ARRAYOID);
 static SchedqQuery q_unpark_all = SCHEDQ_QUERY0(
 	"UPDATE schedq.task SET parked = false, parked_on = NULL WHERE parked");
+/* The same without waiting for a locked row: did it unpark them all? */
+static SchedqQuery q_unpark_unlocked = SCHEDQ_QUERY0(
+	"WITH u AS (UPDATE schedq.task SET parked = false, parked_on = NULL"
+	"           WHERE id IN (SELECT id FROM schedq.task WHERE parked"
+	"                        FOR UPDATE SKIP LOCKED)"
+	"           RETURNING 1)"
+	" SELECT (SELECT count(*) FROM u)"
+	"        = (SELECT count(*) FROM schedq.task WHERE parked)");
 static SchedqQuery q_next_due =
 	SCHEDQ_QUERY("SELECT min(run_at) FROM schedq.task"
 				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
@@ -359,4 +367,20 @@ void
 schedq_task_gates_unpark_all(void)
 {
 	schedq_plan_run(&q_unpark_all, NULL, NULL, 0, SPI_OK_UPDATE);
+}
+
+/*
+ * Unpark every parked task that no one else has locked; true when none
+ * was left parked.  The scheduler of a Citus node does this for a shard it
+ * enters the first time (pass/shards.c), where a row a client keeps
+ * locked must not stop the node's passes.
+ */
+bool
+schedq_task_gates_unpark_unlocked(void)
+{
+	bool isnull;
+
+	schedq_plan_run(&q_unpark_unlocked, NULL, NULL, 0, SPI_OK_SELECT);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull));
 }

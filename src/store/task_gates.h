@@ -46,5 +46,6 @@ extern void	  schedq_task_gates_park(Datum *ids, Datum *reasons, int n);
 extern void	  schedq_task_gates_unpark(Datum *ids, int n);
 extern TimestampTz schedq_task_gates_next_due(TimestampTz now);
 extern void		   schedq_task_gates_unpark_all(void);
+extern bool		   schedq_task_gates_unpark_unlocked(void);
 
 #endif /* SCHEDQ_TASK_GATES_H */

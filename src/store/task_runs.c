@@ -60,7 +60,8 @@ static SchedqQuery q_skip = SCHEDQ_QUERY(
 	"  SELECT t.id, d.id FROM d, schedq.task t"
 	"  WHERE t.depends_on @> ARRAY[d.id]"
 	"    AND t.depends_on <> '{}' AND t.run_id = $1)"
-	" UPDATE schedq.task t SET status = 'skipped', finished_at = now(),"
+	" UPDATE schedq.task t SET status = 'skipped',"
+	"   finished_at =" TASK_FINISHED_NOW_SQL ","
 	"   last_error = CASE WHEN s.via = $2"
 	"     THEN 'dependency ' || $2 || ' ' || $3"
 	"     ELSE 'dependency ' || s.via || ' was skipped: task ' || $2"
@@ -84,7 +85,7 @@ static SchedqQuery q_cancel_run =
 				 INT8OID);
 static SchedqQuery q_cancel_tasks =
 	SCHEDQ_QUERY("UPDATE schedq.task t SET status = 'canceled',"
-				 "  finished_at = now()"
+				 "  finished_at =" TASK_FINISHED_NOW_SQL
 				 " FROM (SELECT id, status FROM schedq.task"
 				 "       WHERE run_id = $1"
 				 "         AND status IN " TASK_LIVE_SQL "       FOR UPDATE) o"

@@ -319,6 +319,8 @@ alt=a
 [ "${tok: -1}" = a ] && alt=b
 ok "  a token with its signature changed is refused (28000)" \
 	"$(sqlstate coord "SELECT schedq.complete('${tok%?}$alt')")" 28000
+ok "schedq.rotate_grant_key is refused on the cluster, on the coordinator and a worker (0A000)" \
+	"$(sqlstate coord "SELECT schedq.rotate_grant_key()") $(sqlstate w1 "SELECT schedq.rotate_grant_key()")" "0A000 0A000"
 # fail: at once, the task is available again; the last attempt fails it
 # for good; a back-off of an hour leaves it pending.
 q coord "SELECT schedq.submit('f', queue => 'fq', max_attempts => 2)" >/dev/null
