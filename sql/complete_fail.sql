@@ -125,3 +125,11 @@ SELECT schedq.fail(token, 'no', permanent => true) FROM schedq.claim('w', queues
 RESET schedq.direct_writes;
 SELECT status, count(*) FILTER (WHERE finished_at >= started_at) AS in_order, count(*)
   FROM schedq.task WHERE queue = 'once' GROUP BY status ORDER BY status;
+
+-- A run canceled in the statement that claimed one of its tasks: the
+-- task is canceled no earlier than it started.
+SELECT schedq.create_run('once-run') AS r \gset
+SELECT count(schedq.submit('in-run', queue => 'once-run', run_id => :r));
+SELECT schedq.cancel_run(:r) FROM schedq.claim('w', queues => '{once-run}');
+SELECT status, finished_at >= started_at AS in_order
+  FROM schedq.task WHERE queue = 'once-run';

@@ -797,22 +797,6 @@ BEGIN
 		RAISE EXCEPTION 'schedq.distribute could not give every node its id range: %', bad
 			USING ERRCODE = '08006';
 	END IF;
-	-- Citus copies a shard it moves in binary by default, and a binary
-	-- regrole is the source node's OID: a task's owner would name another
-	-- role, or none, on the target.  Text copies it by name.  Each node
-	-- sets it for itself (Citus refuses to propagate ALTER DATABASE from a
-	-- worker).
-	EXECUTE format($q$
-		SELECT count(*) FILTER (WHERE NOT success), string_agg(result, '; ') FILTER (WHERE NOT success)
-		  FROM run_command_on_all_nodes(%L)$q$,
-		format('SET LOCAL citus.enable_ddl_propagation TO off; '
-			   'ALTER DATABASE %I SET citus.enable_binary_protocol = off', current_database()))
-		INTO nodes, bad;
-	IF nodes > 0 THEN
-		RAISE EXCEPTION 'schedq.distribute could not turn citus.enable_binary_protocol off on every node: %', bad
-			USING ERRCODE = '08006';
-	END IF;
-	SELECT count(*) INTO nodes FROM pg_dist_node WHERE isactive AND noderole = 'primary';
 
 	-- The trigger on schedq.queue and schedq.task are schedq's own.
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
@@ -845,6 +829,24 @@ BEGIN
 	EXECUTE $q$SELECT create_distributed_function(
 		'schedq.claim_queue(text,text,text[],integer,interval,interval)',
 		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
+
+	-- Citus copies a shard it moves in binary by default, and a binary
+	-- regrole is the source node's OID: a task's owner would name another
+	-- role, or none, on the target.  Text copies it by name.  Each node
+	-- sets it for itself (Citus refuses to propagate ALTER DATABASE from
+	-- a worker), outside this transaction: so last, after everything
+	-- that could still fail and roll the rest back.
+	EXECUTE format($q$
+		SELECT count(*) FILTER (WHERE NOT success), string_agg(result, '; ') FILTER (WHERE NOT success)
+		  FROM run_command_on_all_nodes(%L)$q$,
+		format('SET LOCAL citus.enable_ddl_propagation TO off; '
+			   'ALTER DATABASE %I SET citus.enable_binary_protocol = off', current_database()))
+		INTO nodes, bad;
+	IF nodes > 0 THEN
+		RAISE EXCEPTION 'schedq.distribute could not turn citus.enable_binary_protocol off on every node: %', bad
+			USING ERRCODE = '08006';
+	END IF;
+	SELECT count(*) INTO nodes FROM pg_dist_node WHERE isactive AND noderole = 'primary';
 	RETURN nodes;
 END
 $distribute$;

@@ -91,23 +91,10 @@ done
 [[ -z $SUBMIT_SYNC || $SUBMIT_SYNC =~ ^(on|off|local|remote_write|remote_apply)$ ]] ||
 	die "BENCH_SUBMIT_SYNC must be a synchronous_commit value, not '$SUBMIT_SYNC'"
 bench_check_tools initdb pg_ctl psql
-INCLUDEDIR=$("$PG_CONFIG" --includedir)
-[[ -f $INCLUDEDIR/libpq-fe.h ]] || die "libpq-fe.h not found in $INCLUDEDIR (install libpq-dev)"
-command -v cc >/dev/null || die "no C compiler (cc) found"
 
-CHILDREN=()
-stop_children() {
-	local p
-	for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${CHILDREN[@]}"; do wait "$p" 2>/dev/null || true; done
-	CHILDREN=()
-}
-BENCH_CLEANUP_HOOK=stop_children # read by lib.sh
 bench_init
 
-cc -O2 -Wall -I"$INCLUDEDIR" "$HERE/latency.c" -L"$("$PG_CONFIG" --libdir)" -lpq \
-	-o "$TMP/latency" 2>"$TMP/cc.log" || { cat "$TMP/cc.log" >&2; die "could not build latency.c"; }
-chmod 0755 "$TMP/latency"
+bench_libpq_client latency
 [[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP/latency"
 bench_copy "$HERE/raw_setup.sql"
 

@@ -57,6 +57,28 @@ bench_init() {
 
 as_pg() { "${RUNAS[@]}" "$@"; }
 
+# Clients a runner starts in the background: their pids go into CHILDREN,
+# and the cleanup stops them (before BENCH_CLEANUP_HOOK and the server).
+CHILDREN=()
+stop_children() {
+	local p
+	for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${CHILDREN[@]}"; do wait "$p" 2>/dev/null || true; done
+	CHILDREN=()
+}
+
+# bench_libpq_client NAME: build $HERE/NAME.c against libpq into $TMP/NAME
+# (after bench_init).
+bench_libpq_client() {
+	local inc
+	inc=$("$PG_CONFIG" --includedir)
+	[[ -f $inc/libpq-fe.h ]] || die "libpq-fe.h not found in $inc (install libpq-dev)"
+	command -v cc >/dev/null || die "no C compiler (cc) found"
+	cc -O2 -Wall -I"$inc" "$HERE/$1.c" -L"$("$PG_CONFIG" --libdir)" -lpq \
+		-o "$TMP/$1" 2>"$TMP/cc.log" || { cat "$TMP/cc.log" >&2; die "could not build $1.c"; }
+	chmod 0755 "$TMP/$1"
+}
+
 bench_stop_server() {
 	if [[ $STARTED == 1 ]]; then
 		as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 ||
@@ -68,6 +90,7 @@ bench_stop_server() {
 bench_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	stop_children
 	if [[ -n ${BENCH_CLEANUP_HOOK:-} ]]; then "$BENCH_CLEANUP_HOOK" "$rc" || true; fi
 	bench_stop_server
 	if [[ $rc != 0 && $rc != 130 && -f $TMP/server.log ]]; then

@@ -59,14 +59,6 @@ for p in python3 /usr/bin/python3; do
 done
 [[ -n $PYTHON ]] || die "no python3 that imports psycopg 3 (apt-get install python3-psycopg)"
 
-CHILDREN=()
-stop_children() {
-	local p
-	for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${CHILDREN[@]}"; do wait "$p" 2>/dev/null || true; done
-	CHILDREN=()
-}
-BENCH_CLEANUP_HOOK=stop_children # read by lib.sh
 bench_init
 bench_copy "$HERE/pooler_client.py"
 bench_start_server "synchronous_commit = $SYNC_COMMIT"

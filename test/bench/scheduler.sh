@@ -183,27 +183,14 @@ bench_check_tools initdb pg_ctl psql pgbench
 for f in auto_explain pg_stat_statements; do
 	[[ -f $("$PG_CONFIG" --pkglibdir)/$f.so ]] || die "$f is not installed (PostgreSQL's contrib)"
 done
-INCLUDEDIR=$("$PG_CONFIG" --includedir)
-[[ -f $INCLUDEDIR/libpq-fe.h ]] || die "libpq-fe.h not found in $INCLUDEDIR (install libpq-dev)"
-command -v cc >/dev/null || die "no C compiler (cc) found"
 
 # ---------------------------------------------------------------------------
 # Server, client program, helpers
 # ---------------------------------------------------------------------------
-CHILDREN=()
-stop_children() {
-	local p
-	for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${CHILDREN[@]}"; do wait "$p" 2>/dev/null || true; done
-	CHILDREN=()
-}
-BENCH_CLEANUP_HOOK=stop_children # read by lib.sh
 bench_init
 
-cc -O2 -Wall -I"$INCLUDEDIR" "$HERE/consumer.c" -L"$("$PG_CONFIG" --libdir)" -lpq \
-	-o "$TMP/consumer" 2>"$TMP/cc.log" || { cat "$TMP/cc.log" >&2; die "could not build consumer.c"; }
+bench_libpq_client consumer
 cp "$HERE/raw_setup.sql" "$TMP/"
-chmod 0755 "$TMP/consumer"
 chmod 0644 "$TMP/raw_setup.sql"
 [[ ${#RUNAS[@]} -eq 0 ]] || chown postgres: "$TMP/consumer" "$TMP/raw_setup.sql"
 
