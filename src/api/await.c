@@ -67,6 +67,7 @@
 #include "shared/plan.h"
 #include "shared/shm.h"
 #include "shared/wake.h"
+#include "store/task.h"
 #include "store/task_claim.h"
 
 /*
@@ -175,6 +176,12 @@ schedq_await_task(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	schedq_shm_require_preloaded();
+	schedq_task_refuse_distributed(
+		"schedq.await_task",
+		"A task wakes the workers waiting on the node that holds its "
+		"queue's shard; await_task would wait on this node's wake-ups.",
+		"Wait on one queue with schedq.claim_queue(queue, worker, wait => "
+		"...).");
 
 	/*
 	 * The arguments were detoasted into the CALL's memory, which outlives

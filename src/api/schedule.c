@@ -207,6 +207,22 @@ periodic_check_options(Datum *values, bool *nulls, bool sql)
 }
 
 /*
+ * Periodic tasks need the periodic pass, which does not run on a cluster.
+ * unschedule and set_schedule_enabled still work there: they change only
+ * the reference table schedq.periodic.
+ */
+static void
+periodic_refuse_distributed(const char *call)
+{
+	schedq_task_refuse_distributed(
+		call,
+		"Periodic tasks are fired by the periodic pass, which does not run "
+		"on a Citus cluster: the schedule would never fire.",
+		"Submit each tick with schedq.submit(..., run_at => ..., dedup_key "
+		"=> ...) from a scheduler outside the database.");
+}
+
+/*
  * Create or replace a schedule (sql: of a SQL task, by schedule_sql).
  * values[] holds, in order: name, schedule, kind, payload, timezone,
  * enabled, queue, priority, max_attempts, timeout, lock_key,
@@ -241,6 +257,8 @@ periodic_upsert(Datum *values, bool *nulls, bool sql)
 	next = periodic_first_run(TextDatumGetCString(values[1]),
 							  TextDatumGetCString(values[4]),
 							  GetCurrentTimestamp());
+	periodic_refuse_distributed(sql ? "schedq.schedule_sql" :
+									  "schedq.schedule");
 
 	schedq_call_begin(&call);
 	periodic_check_options(values, nulls, sql);
@@ -482,6 +500,7 @@ schedq_run_schedule_now(PG_FUNCTION_ARGS)
 	schedq_check_name("name", DatumGetTextPP(args[0]));
 	name = TextDatumGetCString(args[0]);
 	args[1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	periodic_refuse_distributed("schedq.run_schedule_now");
 
 	schedq_call_begin(&call);
 	if (schedq_plan_run(&q_run_row, args, NULL, 0, SPI_OK_SELECT) == 0)

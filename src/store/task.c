@@ -437,6 +437,20 @@ schedq_task_distributed(void)
 }
 
 /*
+ * Refuse a call that cannot keep its promise on a distributed schedq, with
+ * 0A000, before it changes anything: detail says why, hint what to do.
+ */
+void
+schedq_task_refuse_distributed(const char *call, const char *detail,
+							   const char *hint)
+{
+	if (schedq_task_distributed())
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("%s is not supported on a distributed schedq", call),
+				errdetail_internal("%s", detail), errhint("%s", hint));
+}
+
+/*
  * Is schedq.task distributed, for a transaction of the scheduler's passes:
  * with the table locked first (AccessShareLock, to the transaction's end),
  * so that schedq.distribute(), which locks it exclusively, cannot make it

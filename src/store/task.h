@@ -212,6 +212,8 @@ extern void schedq_task_row_available_at_commit(HeapTuple row, TupleDesc desc,
 
 extern void schedq_task_gate_event(Datum *values, const char *nulls);
 extern bool schedq_task_distributed(void);
+extern void schedq_task_refuse_distributed(const char *call, const char *detail,
+										   const char *hint);
 extern bool schedq_task_distributed_locked(void);
 
 #endif /* SCHEDQ_TASK_H */

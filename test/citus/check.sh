@@ -454,12 +454,6 @@ wait
 ok "its eight submits, delegated and routed, return one id, no error" \
 	"$(sort -u "$WORK/dedup-app.out" | wc -l)$(grep -c '^[1-9][0-9]*$' "$WORK/dedup-app.out")" 18
 ok "one task of schedq_app stored" "$(q coord "SELECT count(*) FROM schedq.task WHERE queue = 'dq4'")" 1
-limit()
-{
-	local out
-	out=$(cpsql coord -c "$1" 2>&1 | grep -m1 -o 'ERROR: .*')
-	echo "#   known limit: $1 -> ${out:-no error}"
-}
 # pause_queue and resume_queue change the reference table schedq.queue,
 # in a transaction Citus prepares on every node: a claim through the
 # coordinator, and claim_queue on the queue's node, read the flag.
@@ -471,7 +465,17 @@ ok "schedq.resume_queue on the cluster; then claim and claim_queue take its task
 	"$(cpsql coord -c "SELECT schedq.resume_queue('pq')" 2>&1 | grep -c ERROR) $(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{pq}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('pq', 'w')")" "0 1 1"
 ok "schedq.submit_sql is refused on the cluster (0A000): no SQL executor runs there" \
 	"$(sqlstate coord "SELECT schedq.submit_sql('SELECT 1', queue => 'q1')")" 0A000
-limit "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')"
+# Calls that could not keep their promise on a cluster are refused, with
+# 0A000 and before they change anything.
+ok "schedq.schedule, schedule_sql and run_schedule_now are refused on the cluster (0A000): no periodic pass runs there" \
+	"$(sqlstate coord "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')") $(sqlstate coord "SELECT schedq.schedule_sql('s', '* * * * *', 'SELECT 1')") $(sqlstate coord "SELECT schedq.run_schedule_now('s')") $(q coord "SELECT count(*) FROM schedq.periodic")" \
+	"0A000 0A000 0A000 0"
+ok "schedq.await_task is refused on the cluster (0A000): wait with claim_queue" \
+	"$(sqlstate coord "CALL schedq.await_task(queues => '{q1}', wait => '10 ms')") $(sqlstate w1 "CALL schedq.await_task(wait => '10 ms')")" \
+	"0A000 0A000"
+ok "schedq.set_budget is refused on the cluster (0A000), and claims still work" \
+	"$(sqlstate coord "SELECT schedq.set_budget('b', 10)") $(q coord "SELECT count(*) FROM schedq.budget") $(sqlstate coord "SELECT schedq.claim('w', queues => '{nothing}')")" \
+	"0A000 0 none"
 
 # 4. schedq's own scheduler on every node: promotion and the reaper over
 # the shards placed on the node (the coordinator holds none).
@@ -630,6 +634,9 @@ done
 ok "every node's scheduler ran an iteration with the schedules due" "$ticked" 3
 ok "schedq's scheduler left the due schedules alone (enabled, no error, not fired)" \
 	"$(q coord "SELECT count(*) FROM schedq.periodic WHERE enabled AND last_error IS NULL AND fired = 0")" 3
+ok "schedq.set_schedule_enabled and unschedule work on the cluster (they change the reference table only)" \
+	"$(q coord "SELECT schedq.set_schedule_enabled('p2', false)") $(q coord "SELECT schedq.unschedule('p1')") $(q w2 "SELECT string_agg(name || ':' || enabled, ',' ORDER BY name) FROM schedq.periodic")" \
+	"t t p2:false,p3:true"
 
 # 5. Figures: the cluster against one server, same machine, same run.
 as_user "$CITUS_BINDIR/initdb" -D "$WORK/single" -A trust -U postgres --no-sync >"$WORK/initdb-single.log" 2>&1
