@@ -23,8 +23,9 @@
 #	    stale), schedq.cancel, schedq.retry (once, on both workers, its
 #	    dedup check per queue, a gated task pending), submit with a
 #	    dedup_key (one live task per key and queue, also from eight
-#	    sessions at once), and prints the calls Citus
-#	    still refuses;
+#	    sessions at once); the calls a cluster cannot serve refused
+#	    (0A000: submit_sql, schedule, schedule_sql, run_schedule_now,
+#	    await_task, set_budget) before they change anything;
 #	    4. schedq's own scheduler on every node, over the shards placed
 #	       there: the reapers take back expired leases (the restart's and
 #	       five abandoned claims), each once; a back-off and a delay come
@@ -34,7 +35,8 @@
 #	       shard's limit held; a shard moved under load (block_writes)
 #	       with pending, gated and available tasks: none lost, none done
 #	       twice, the new node's scheduler promotes them; schedules in
-#	       schedq.periodic left alone;
+#	       schedq.periodic left alone, and changed by
+#	       set_schedule_enabled and unschedule;
 #	    5. figures, in the same run: claim + complete cycles/s on the
 #	       cluster with schedq's calls and with hand-written router
 #	       statements, and on one plain server with schedq's calls; the
