@@ -312,6 +312,11 @@ BEGIN
 			USING ERRCODE = '08006';
 	END IF;
 
+	-- schedq.task first: a scheduler iteration locks it before the tables
+	-- below (store/task.c), so that its passes and distribute never wait
+	-- for each other in opposite orders (a deadlock that failed a pass).
+	LOCK TABLE schedq.task IN ACCESS EXCLUSIVE MODE;
+
 	-- The trigger on schedq.queue and schedq.task are schedq's own.
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	-- The small tables: one copy on every node.

@@ -195,6 +195,27 @@ shard_judge_events(void *arg)
 }
 
 /*
+ * set_concurrency_limit writes its gate event on the node it runs on (the
+ * coordinator, mostly), so the other nodes learn of a changed limit from
+ * the reference table itself: when its contents change, every shard's
+ * parked tasks are unparked, and judged again, at the shard's next entry.
+ * Else a task parked on a limit that was raised stayed parked until a task
+ * of its key finished in its shard, and forever when none ran there.
+ */
+static void
+shards_notice_limits(void)
+{
+	static bool	 seen = false;
+	static int64 version;
+	int64		 now = schedq_task_gates_limits_version();
+
+	if (seen && now != version)
+		schedq_shards_forget_all();
+	seen = true;
+	version = now;
+}
+
+/*
  * Take the node's gate events and judge them in every shard.  The caller
  * holds the pass lock (schedq_promote_try_lock).
  */
@@ -203,6 +224,7 @@ schedq_shards_promote_events(TimestampTz now, bool *more)
 {
 	ShardPassArg a = { .now = now, .more = more };
 
+	shards_notice_limits();
 	if (!schedq_promote_take_events(&a.events))
 		return 0;
 	shards_each(shard_judge_events, &a);

@@ -158,6 +158,9 @@ static SchedqQuery q_unpark_unlocked = SCHEDQ_QUERY0(
 	"           RETURNING 1)"
 	" SELECT (SELECT count(*) FROM u)"
 	"        = (SELECT count(*) FROM schedq.task WHERE parked)");
+static SchedqQuery q_limits_version = SCHEDQ_QUERY0(
+	"SELECT coalesce(sum(hashtext(key || ':' || max_active)), 0)::bigint"
+	"  FROM schedq.concurrency_limit");
 static SchedqQuery q_next_due =
 	SCHEDQ_QUERY("SELECT min(run_at) FROM schedq.task"
 				 " WHERE status = 'pending' AND NOT parked AND run_at > $1",
@@ -383,4 +386,18 @@ schedq_task_gates_unpark_unlocked(void)
 	schedq_plan_run(&q_unpark_unlocked, NULL, NULL, 0, SPI_OK_SELECT);
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 									  SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * A value that changes with the concurrency limits (their keys and
+ * maxima), to notice a change made on another node of a cluster.
+ */
+int64
+schedq_task_gates_limits_version(void)
+{
+	bool isnull;
+
+	schedq_plan_run(&q_limits_version, NULL, NULL, 0, SPI_OK_SELECT);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
 }

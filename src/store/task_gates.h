@@ -47,5 +47,6 @@ extern void	  schedq_task_gates_unpark(Datum *ids, int n);
 extern TimestampTz schedq_task_gates_next_due(TimestampTz now);
 extern void		   schedq_task_gates_unpark_all(void);
 extern bool		   schedq_task_gates_unpark_unlocked(void);
+extern int64	   schedq_task_gates_limits_version(void);
 
 #endif /* SCHEDQ_TASK_GATES_H */

@@ -564,6 +564,18 @@ most=$(q coord "WITH c AS MATERIALIZED (SELECT get_shard_id_for_distribution_col
 	                              AND o.started_at <= c.started_at AND o.finished_at > c.started_at) AS n FROM c) x")
 ok "at most 3 tasks of c1 ran at once in a shard (most: $most)" "$([ "${most:-0}" -le 3 ] && [ "${most:-0}" -ge 1 ] && echo yes)" yes
 
+# 4b'. A limit raised through the coordinator reaches the workers: three
+# tasks of key z0 wait on a limit of 0, parked in their shard; with the
+# limit raised to 2, that node's scheduler unparks and promotes two (its
+# gate event was written on the coordinator, which holds no shard).
+q coord "SELECT schedq.set_concurrency_limit('z0', 0)" >/dev/null
+q coord "SELECT count(schedq.submit('z', queue => 'zq', concurrency_key => 'z0')) FROM generate_series(1, 3)" >/dev/null
+ok "three tasks of a key limited to 0 are parked" \
+	"$(until_eq 20 3 q coord "SELECT count(*) FROM schedq.task WHERE queue = 'zq' AND status = 'pending' AND parked")" 3
+q coord "SELECT schedq.set_concurrency_limit('z0', 2)" >/dev/null
+ok "  raised to 2 through the coordinator: two become available" \
+	"$(until_eq 20 2 q coord "SELECT count(*) FROM schedq.task WHERE queue = 'zq' AND status = 'available'")" 2
+
 # 4c. A shard move under load: the shard of queue mq (50 tasks due in an
 # hour, 50 gated by one lock key, 50 available) moves from its worker to
 # the other while 8 clients claim and complete in mq and q1..q8; then the
