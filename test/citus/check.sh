@@ -472,9 +472,9 @@ ok "schedq.submit_sql is refused on the cluster (0A000): no SQL executor runs th
 ok "schedq.schedule, schedule_sql and run_schedule_now are refused on the cluster (0A000): no periodic pass runs there" \
 	"$(sqlstate coord "SELECT schedq.schedule('s', '* * * * *', 'k', queue => 'q1')") $(sqlstate coord "SELECT schedq.schedule_sql('s', '* * * * *', 'SELECT 1')") $(sqlstate coord "SELECT schedq.run_schedule_now('s')") $(q coord "SELECT count(*) FROM schedq.periodic")" \
 	"0A000 0A000 0A000 0"
-ok "schedq.await_task is refused on the cluster (0A000): wait with claim_queue" \
-	"$(sqlstate coord "CALL schedq.await_task(queues => '{q1}', wait => '10 ms')") $(sqlstate w1 "CALL schedq.await_task(wait => '10 ms')")" \
-	"0A000 0A000"
+ok "schedq.await_task is refused on the cluster (0A000, by schedq): wait with claim_queue" \
+	"$(sqlstate coord "CALL schedq.await_task(queues => '{q1}', wait => '10 ms')") $(sqlstate w1 "CALL schedq.await_task(wait => '10 ms')") $(cpsql coord -c "CALL schedq.await_task(wait => '10 ms')" 2>&1 | grep -c 'await_task is not supported on a distributed schedq')" \
+	"0A000 0A000 1"
 ok "schedq.set_budget is refused on the cluster (0A000), and claims still work" \
 	"$(sqlstate coord "SELECT schedq.set_budget('b', 10)") $(q coord "SELECT count(*) FROM schedq.budget") $(sqlstate coord "SELECT schedq.claim('w', queues => '{nothing}')")" \
 	"0A000 0 none"
