@@ -16,18 +16,25 @@ SELECT status, result, finished_at IS NOT NULL AS finished FROM schedq.task WHER
 -- after the first attempt, 2 s +-25 % after the second.
 SELECT schedq.submit('flaky', max_attempts => 3);
 SELECT token AS t FROM schedq.claim('w') \gset
+-- (the backoff counts from the fail, some time between the two clocks)
+SELECT clock_timestamp() AS before \gset
 SELECT schedq.fail(:'t', 'connection refused');
+SELECT clock_timestamp() AS after \gset
 SELECT status, attempts, last_error, claimed_by,
-	   run_at - now() BETWEEN interval '0.75 s' AND interval '1.25 s' AS backoff_1s
+	   run_at BETWEEN :'before'::timestamptz + interval '0.75 s'
+				  AND :'after'::timestamptz + interval '1.25 s' AS backoff_1s
   FROM schedq.task WHERE id = 2;
 -- The old grant is stale now.
 SELECT schedq.fail(:'t', 'again'), schedq.complete(:'t'), schedq.heartbeat(:'t');
 -- Second attempt (made available by hand: the scheduler is not running).
 UPDATE schedq.task SET status = 'available', run_at = now() WHERE id = 2;
 SELECT token AS t FROM schedq.claim('w') \gset
+SELECT clock_timestamp() AS before \gset
 SELECT schedq.fail(:'t', 'timeout');
+SELECT clock_timestamp() AS after \gset
 SELECT status, attempts,
-	   run_at - now() BETWEEN interval '1.5 s' AND interval '2.5 s' AS backoff_2s
+	   run_at BETWEEN :'before'::timestamptz + interval '1.5 s'
+				  AND :'after'::timestamptz + interval '2.5 s' AS backoff_2s
   FROM schedq.task WHERE id = 2;
 -- Third attempt fails for good: max_attempts is 3.
 UPDATE schedq.task SET status = 'available', run_at = now() WHERE id = 2;
@@ -39,8 +46,11 @@ SELECT status, attempts, last_error, finished_at IS NOT NULL AS finished
 -- retry_in overrides the backoff; zero makes the task available at once.
 SELECT schedq.submit('later');
 SELECT token AS t FROM schedq.claim('w') \gset
+SELECT clock_timestamp() AS before \gset
 SELECT schedq.fail(:'t', 'rate limited', retry_in => '10 minutes');
-SELECT status, run_at - now() BETWEEN interval '9 min 59 s' AND interval '10 min' AS in_10_min
+SELECT clock_timestamp() AS after \gset
+SELECT status, run_at BETWEEN :'before'::timestamptz + interval '10 min'
+						  AND :'after'::timestamptz + interval '10 min' AS in_10_min
   FROM schedq.task WHERE id = 3;
 UPDATE schedq.task SET status = 'available', run_at = now() WHERE id = 3;
 SELECT token AS t FROM schedq.claim('w') \gset
