@@ -54,6 +54,32 @@ static SchedqQuery q_upsert = SCHEDQ_QUERY(
 	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
 	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
 	NUMERICOID, TIMESTAMPTZOID, OIDOID, BOOLOID);
+/*
+ * On a distributed schedq (schedq.periodic a reference table) Citus plans
+ * no kept INSERT ... ON CONFLICT on it: the row, locked by q_owner, is
+ * replaced, or a new one inserted.  $17 is the owner's name there (a
+ * role's OID differs from node to node); $18 is not used.
+ */
+static SchedqQuery q_cluster_replace = SCHEDQ_QUERY(
+	"UPDATE schedq.periodic SET schedule = $2, kind = $3, payload = $4,"
+	"  timezone = $5, enabled = $6, queue = $7, priority = $8,"
+	"  max_attempts = $9, timeout = $10, lock_key = $11,"
+	"  concurrency_key = $12, required_caps = $13, budgets = $14,"
+	"  cost = $15, next_run = $16, owner = $17::regrole, last_error = NULL,"
+	"  updated_at = now()"
+	" WHERE name = $1",
+	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
+	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
+	NUMERICOID, TIMESTAMPTZOID, TEXTOID, BOOLOID);
+static SchedqQuery q_cluster_new = SCHEDQ_QUERY(
+	"INSERT INTO schedq.periodic (name, schedule, kind, payload, timezone,"
+	"  enabled, queue, priority, max_attempts, timeout, lock_key,"
+	"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+	"  $15, $16, $17::regrole)",
+	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
+	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
+	NUMERICOID, TIMESTAMPTZOID, TEXTOID, BOOLOID);
 static SchedqQuery q_owner = SCHEDQ_QUERY(
 	"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
 	TEXTOID);
@@ -207,22 +233,6 @@ periodic_check_options(Datum *values, bool *nulls, bool sql)
 }
 
 /*
- * Periodic tasks need the periodic pass, which does not run on a cluster.
- * unschedule and set_schedule_enabled still work there: they change only
- * the reference table schedq.periodic.
- */
-static void
-periodic_refuse_distributed(const char *call)
-{
-	schedq_task_refuse_distributed(
-		call,
-		"Periodic tasks are fired by the periodic pass, which does not run "
-		"on a Citus cluster: the schedule would never fire.",
-		"Submit each tick with schedq.submit(..., run_at => ..., dedup_key "
-		"=> ...) from a scheduler outside the database.");
-}
-
-/*
  * Create or replace a schedule (sql: of a SQL task, by schedule_sql).
  * values[] holds, in order: name, schedule, kind, payload, timezone,
  * enabled, queue, priority, max_attempts, timeout, lock_key,
@@ -242,6 +252,7 @@ periodic_upsert(Datum *values, bool *nulls, bool sql)
 	char	   *name;
 	TimestampTz next;
 	bool		isnull;
+	bool		exists;
 
 	for (int i = 0; i < SCHEDULE_COLUMNS; i++)
 		if (nulls[i] && required[i] != NULL)
@@ -257,14 +268,20 @@ periodic_upsert(Datum *values, bool *nulls, bool sql)
 	next = periodic_first_run(TextDatumGetCString(values[1]),
 							  TextDatumGetCString(values[4]),
 							  GetCurrentTimestamp());
-	periodic_refuse_distributed(sql ? "schedq.schedule_sql" :
-									  "schedq.schedule");
+	if (sql)
+		schedq_task_refuse_distributed(
+			"schedq.schedule_sql",
+			"SQL tasks are run by the SQL executors, which do not run on a "
+			"Citus cluster: its ticks would never run.",
+			"Schedule a task of a kind of your own with schedq.schedule, and "
+			"run its command from a worker.");
 
 	schedq_call_begin(&call);
 	periodic_check_options(values, nulls, sql);
 
 	/* replacing another role's schedule takes that role's privileges */
-	if (schedq_plan_run(&q_owner, values, NULL, 0, SPI_OK_SELECT) > 0 &&
+	exists = schedq_plan_run(&q_owner, values, NULL, 0, SPI_OK_SELECT) > 0;
+	if (exists &&
 		!schedq_call_acts_for(&call, DatumGetObjectId(
 										 SPI_getbinval(SPI_tuptable->vals[0],
 													   SPI_tuptable->tupdesc, 1,
@@ -284,12 +301,27 @@ periodic_upsert(Datum *values, bool *nulls, bool sql)
 	args[SCHEDULE_COLUMNS + 2] = BoolGetDatum(call.admin);
 	argnulls[SCHEDULE_COLUMNS + 2] = ' ';
 
+	if (schedq_task_distributed())
+	{
+		/*
+		 * A concurrent schedule() of the same new name fails here with
+		 * 23505, changing nothing.
+		 */
+		args[SCHEDULE_COLUMNS + 1] =
+			CStringGetTextDatum(GetUserNameFromId(call.caller, false));
+		if (exists)
+			schedq_plan_run(&q_cluster_replace, args, argnulls, 0,
+							SPI_OK_UPDATE);
+		else
+			schedq_plan_run(&q_cluster_new, args, argnulls, 0, SPI_OK_INSERT);
+	}
+
 	/*
 	 * The owner check above sees no row when another role is inserting
 	 * the same name concurrently; ON CONFLICT then waits for it, and its
 	 * WHERE refuses to replace that role's schedule.
 	 */
-	if (schedq_plan_run(&q_upsert, args, argnulls, 0, SPI_OK_INSERT) == 0)
+	else if (schedq_plan_run(&q_upsert, args, argnulls, 0, SPI_OK_INSERT) == 0)
 		ereport(ERROR, errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				errmsg("permission denied for periodic task \"%s\"", name));
 	schedq_call_end(&call);
@@ -500,7 +532,6 @@ schedq_run_schedule_now(PG_FUNCTION_ARGS)
 	schedq_check_name("name", DatumGetTextPP(args[0]));
 	name = TextDatumGetCString(args[0]);
 	args[1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	periodic_refuse_distributed("schedq.run_schedule_now");
 
 	schedq_call_begin(&call);
 	if (schedq_plan_run(&q_run_row, args, NULL, 0, SPI_OK_SELECT) == 0)

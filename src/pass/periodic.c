@@ -16,6 +16,10 @@
  * the due schedules are fired one by one in subtransactions: the bad one
  * records its error and moves on (or is disabled when its next run cannot
  * be computed); the others fire.
+ *
+ * On a distributed schedq only the coordinator's scheduler runs this pass,
+ * and always one by one, with the statements Citus can route
+ * (store/task_ticks.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -75,8 +79,9 @@ static SchedqQuery q_next_due =
 typedef struct PeriodicStep
 {
 	TimestampTz now;
-	Datum		name;  /* one schedule's, or 0: every due one */
-	const char *error; /* periodic_skip_tick: why */
+	bool		cluster; /* schedq.task is distributed */
+	Datum		name;	 /* one schedule's, or 0: every due one */
+	const char *error;	 /* periodic_skip_tick: why */
 	int			fired;
 	int			skipped;
 } PeriodicStep;
@@ -86,8 +91,12 @@ periodic_fire_step(void *arg)
 {
 	PeriodicStep *step = arg;
 
-	(void) schedq_task_ticks_fire(step->now, step->name, &step->fired,
-								  &step->skipped);
+	if (step->cluster)
+		schedq_task_ticks_fire_cluster(step->now, step->name, &step->fired,
+									   &step->skipped);
+	else
+		(void) schedq_task_ticks_fire(step->now, step->name, &step->fired,
+									  &step->skipped);
 }
 
 /*
@@ -110,7 +119,8 @@ periodic_skip_tick(void *arg)
 int
 schedq_periodic_pass(TimestampTz now, bool *more)
 {
-	PeriodicStep all = { now, (Datum) 0, NULL, 0, 0 };
+	bool		 cluster = schedq_task_distributed();
+	PeriodicStep all = { now, cluster, (Datum) 0, NULL, 0, 0 };
 	int			 fired = 0;
 	int			 skipped = 0;
 	static bool	 reboot_armed = false;
@@ -122,7 +132,7 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 		schedq_plan_run(&q_arm_reboot, &start, NULL, 0, SPI_OK_UPDATE);
 		reboot_armed = true;
 	}
-	if (schedq_isolate_try(periodic_fire_step, &all) == NULL)
+	if (!cluster && schedq_isolate_try(periodic_fire_step, &all) == NULL)
 	{
 		fired = all.fired;
 		skipped = all.skipped;
@@ -140,8 +150,12 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 		{
 			bool		 isnull;
 			PeriodicStep one = {
-				now, SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull),
-				NULL, 0, 0
+				now,
+				cluster,
+				SPI_getbinval(due->vals[i], due->tupdesc, 1, &isnull),
+				NULL,
+				0,
+				0
 			};
 			char *error = schedq_isolate_try(periodic_fire_step, &one);
 

@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_namespace.h"
@@ -48,4 +49,38 @@ schedq_citus_table(Oid relid)
 	systable_endscan(scan);
 	table_close(prel, AccessShareLock);
 	return found;
+}
+
+/*
+ * Is this server Citus's coordinator (group 0 in pg_dist_local_group)?
+ * False where Citus is not installed.
+ */
+bool
+schedq_citus_coordinator(void)
+{
+	Oid rel = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
+	AttrNumber	att;
+	Relation	lrel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		result = false;
+
+	if (!OidIsValid(rel))
+		return false;
+	att = get_attnum(rel, "groupid");
+	if (att == InvalidAttrNumber)
+		return false;
+	lrel = table_open(rel, AccessShareLock);
+	scan = systable_beginscan(lrel, InvalidOid, false, NULL, 0, NULL);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool  isnull;
+		Datum group = heap_getattr(tuple, att, RelationGetDescr(lrel), &isnull);
+
+		result = !isnull && DatumGetInt32(group) == 0;
+	}
+	systable_endscan(scan);
+	table_close(lrel, AccessShareLock);
+	return result;
 }

@@ -7,5 +7,6 @@
 #define SCHEDQ_CITUS_H
 
 extern bool schedq_citus_table(Oid relid);
+extern bool schedq_citus_coordinator(void);
 
 #endif /* SCHEDQ_CITUS_H */
