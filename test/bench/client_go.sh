@@ -20,7 +20,9 @@
 # Built offline in GOPATH mode against Debian's packaged pgx v4
 # (golang-go golang-github-jackc-pgx-v4-dev).  Environment: PG_CONFIG
 # (default PostgreSQL 15), BENCH_TASKS, BENCH_ROUNDS,
-# BENCH_SYNCHRONOUS_COMMIT (default on).  Run as root, the server runs as
+# BENCH_SYNCHRONOUS_COMMIT (default on), BENCH_CPUPROFILE (a directory
+# writable by you: the last round's Go CPU profiles are left there,
+# lib.pprof and raw.pprof, for go tool pprof).  Run as root, the server runs as
 # the OS user postgres; the clients run as you.
 
 set -euo pipefail

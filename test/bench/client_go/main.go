@@ -4,8 +4,9 @@
 // through the same statements without it (-mode raw: one loop calling
 // schedq.complete_and_claim, the library's statement with its arguments,
 // with the tokens of the last batch of 8, the no-op handlers run in
-// turn).  The connection comes from the
-// environment (PGHOST, PGPORT, ...).  Prints its CPU time (user + system,
+// turn).  The connection comes from the environment (PGHOST, PGPORT,
+// ...); with BENCH_CPUPROFILE set to a directory it writes its CPU
+// profile there (MODE.pprof).  Prints its CPU time (user + system,
 // milliseconds) as cpu_ms=N at the end.
 package main
 
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -34,6 +36,17 @@ func main() {
 		os.Exit(1)
 	}
 	defer pool.Close()
+	if dir := os.Getenv("BENCH_CPUPROFILE"); dir != "" {
+		f, err := os.Create(dir + "/" + *mode + ".pprof")
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *mode == "raw" {
 		err = raw(ctx, pool, *handlers)
 	} else {
