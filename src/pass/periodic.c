@@ -17,9 +17,9 @@
  * records its error and moves on (or is disabled when its next run cannot
  * be computed); the others fire.
  *
- * On a distributed schedq only the coordinator's scheduler runs this pass,
- * and always one by one, with the statements Citus can route
- * (store/task_ticks.c).
+ * On a distributed schedq only the coordinator's scheduler runs this pass
+ * (the other nodes' find nothing due), and always one by one, with the
+ * statements Citus can route (store/task_ticks.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "shared/call.h"
+#include "shared/citus.h"
 #include "base/check.h"
 #include "base/cron.h"
 #include "shared/isolate.h"
@@ -125,6 +126,10 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 	int			 skipped = 0;
 	static bool	 reboot_armed = false;
 
+	/* a cluster's ticks are its coordinator's, each fired once */
+	if (cluster && !schedq_citus_coordinator())
+		return 0;
+
 	if (!reboot_armed)
 	{
 		Datum start = TimestampTzGetDatum(PgStartTime);
@@ -197,6 +202,8 @@ schedq_periodic_next_due(TimestampTz now)
 	bool  isnull;
 	Datum next;
 
+	if (schedq_task_distributed() && !schedq_citus_coordinator())
+		return DT_NOEND;
 	schedq_plan_run(&q_next_due, &value, NULL, 0, SPI_OK_SELECT);
 	next =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);

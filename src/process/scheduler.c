@@ -93,7 +93,6 @@
 #include "pass/shards.h"
 #include "process/scheduler.h"
 #include "base/settings.h"
-#include "shared/citus.h"
 #include "shared/databases.h"
 #include "shared/shm.h"
 #include "store/task.h"
@@ -121,8 +120,6 @@ typedef struct SchedulerTick
 	int			sql_ready;	  /* SQL tasks the executors could claim now */
 	bool		refused;	  /* a write was refused: the server is read-only */
 	bool		node;		  /* schedq.task is distributed (pass/shards.c) */
-	bool		ticks;		  /* fire periodic ticks: one server, or the
-							   * coordinator of a cluster */
 	bool		became_node;  /* it became so meanwhile: skip the rest */
 } SchedulerTick;
 
@@ -435,8 +432,7 @@ step_next_due(SchedulerTick *tick)
 	/* Min() evaluates its arguments twice: query once */
 	TimestampTz next_due = tick->node ? schedq_shards_next_due(tick->now) :
 										schedq_promote_next_due(tick->now);
-	TimestampTz next_tick =
-		tick->ticks ? schedq_periodic_next_due(tick->now) : DT_NOEND;
+	TimestampTz next_tick = schedq_periodic_next_due(tick->now);
 
 	tick->wake = Min(tick->wake, Min(next_due, next_tick));
 }
@@ -540,12 +536,9 @@ scheduler_iterate(SchedulerTick *tick)
 		scheduler_not_installed();
 	scheduler_check_version();
 	tick->node = scheduler_distributed();
-	/* a cluster's ticks are the coordinator's to fire, once for every node */
-	tick->ticks = !tick->node || schedq_citus_coordinator();
 	if (scheduler_unpark_needed)
 		unparked = scheduler_try(&pass_unpark, tick);
-	if (tick->ticks)
-		(void) scheduler_try(&pass_periodic, tick);
+	(void) scheduler_try(&pass_periodic, tick); /* pass/periodic.c: where */
 	(void) scheduler_try(&pass_events, tick);
 	(void) scheduler_try(&pass_promote, tick);
 	if (tick->promote_busy)
