@@ -23,7 +23,8 @@
 #	    stale), schedq.cancel, schedq.retry (once, on both workers, its
 #	    dedup check per queue, a gated task pending), submit with a
 #	    dedup_key (one live task per key and queue, also from eight
-#	    sessions at once); the calls a cluster cannot serve refused
+#	    sessions at once), submit_many over queues of both workers; the
+#	    calls a cluster cannot serve refused
 #	    (0A000: submit_sql, schedule_sql, await_task, set_budget) before
 #	    they change anything;
 #	    4. schedq's own scheduler on every node, over the shards placed
@@ -468,6 +469,16 @@ ok "  a paused queue gives nothing to claim or claim_queue" \
 	"$(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{pq}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('pq', 'w')")" "0 0"
 ok "schedq.resume_queue on the cluster; then claim and claim_queue take its tasks" \
 	"$(cpsql coord -c "SELECT schedq.resume_queue('pq')" 2>&1 | grep -c ERROR) $(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{pq}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('pq', 'w')")" "0 1 1"
+# submit_many through the coordinator: each task into its queue's shard,
+# dedup keys per queue within the call.
+sm=$(q coord "SELECT string_agg(id::text, ' ' ORDER BY ord) FROM schedq.submit_many((
+	SELECT jsonb_agg(jsonb_build_object('kind', 'm', 'queue', 'sm' || least(i, 9), 'dedup_key', CASE WHEN i > 8 THEN 'd' END) ORDER BY i)
+	  FROM generate_series(1, 10) i)) WITH ORDINALITY AS s(id, ord)")
+ok "schedq.submit_many on the cluster: ten submissions over nine queues, two with one dedup key in one queue" \
+	"$(echo "$sm" | wc -w) $(echo "$sm" | tr ' ' '\n' | sort -u | wc -l) $(q coord "SELECT count(*) || ' ' || count(DISTINCT queue) FROM schedq.task WHERE queue LIKE 'sm%'")" \
+	"10 9 9 9"
+ok "  in the shards of both workers" \
+	"$(for i in 1 2 3 4 5 6 7 8 9; do qnode "sm$i"; done | sort -u | tr '\n' ' ')" "w1 w2 "
 ok "schedq.submit_sql is refused on the cluster (0A000): no SQL executor runs there" \
 	"$(sqlstate coord "SELECT schedq.submit_sql('SELECT 1', queue => 'q1')")" 0A000
 # Calls that could not keep their promise on a cluster are refused, with
