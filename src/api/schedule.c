@@ -57,8 +57,8 @@ static SchedqQuery q_upsert = SCHEDQ_QUERY(
 /*
  * On a distributed schedq (schedq.periodic a reference table) Citus plans
  * no kept INSERT ... ON CONFLICT on it: the row, locked by q_owner, is
- * replaced, or a new one inserted.  $17 is the owner's name there (a
- * role's OID differs from node to node); $18 is not used.
+ * replaced, or a new one inserted.  $17 is the owner's name there, quoted
+ * (a role's OID differs from node to node); $18 is not used.
  */
 static SchedqQuery q_cluster_replace = SCHEDQ_QUERY(
 	"UPDATE schedq.periodic SET schedule = $2, kind = $3, payload = $4,"
@@ -307,8 +307,8 @@ periodic_upsert(Datum *values, bool *nulls, bool sql)
 		 * A concurrent schedule() of the same new name fails here with
 		 * 23505, changing nothing.
 		 */
-		args[SCHEDULE_COLUMNS + 1] =
-			CStringGetTextDatum(GetUserNameFromId(call.caller, false));
+		args[SCHEDULE_COLUMNS + 1] = CStringGetTextDatum(
+			quote_identifier(GetUserNameFromId(call.caller, false)));
 		if (exists)
 			schedq_plan_run(&q_cluster_replace, args, argnulls, 0,
 							SPI_OK_UPDATE);

@@ -32,6 +32,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -129,6 +130,24 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 	/* a cluster's ticks are its coordinator's, each fired once */
 	if (cluster && !schedq_citus_coordinator())
 		return 0;
+	if (cluster)
+	{
+		/*
+		 * Citus serializes the writes of a reference table with a lock it
+		 * takes on a worker, where this process's lock_timeout does not
+		 * hold: a transaction left open after a schedule() would hold the
+		 * scheduler itself.  Sent with the remote statements, it does.
+		 */
+		char *sql = psprintf("SET LOCAL lock_timeout = %s",
+							 quote_literal_cstr(GetConfigOption("lock_timeout",
+																false, false)));
+
+		if (SPI_execute("SET LOCAL citus.propagate_set_commands = 'local'",
+						false, 0) != SPI_OK_UTILITY ||
+			SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not set the periodic pass's lock_timeout");
+		pfree(sql);
+	}
 
 	if (!reboot_armed)
 	{

@@ -29,6 +29,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -127,13 +128,14 @@ schedq_task_ticks_fire(TimestampTz now, Datum name, int *fired, int *skipped)
 static SchedqQuery q_cluster_due = SCHEDQ_QUERY(
 	"SELECT next_task_id, kind, payload, queue, priority, max_attempts,"
 	"  timeout, lock_key, concurrency_key, required_caps, budgets, cost,"
-	"  owner::text, next_run, last_task_id, fired, skipped,"
+	"  owner::oid, next_run, last_task_id, fired, skipped,"
 	"  schedq._next_run(schedule, timezone, greatest(next_run, $2))"
 	" FROM schedq.periodic WHERE name = $1 AND enabled AND next_run <= $2"
 	" FOR UPDATE SKIP LOCKED",
 	TEXTOID, TIMESTAMPTZOID);
 /* The tick's task, in its queue's shard: $1 to $14 q_cluster_due's first
- * fourteen columns, $15 its status, $16 the schedule's name, $17 the clock. */
+ * fourteen columns (the owner by name: OIDs differ from node to node), $15
+ * its status, $16 the schedule's name, $17 the clock. */
 static SchedqQuery q_cluster_insert = SCHEDQ_QUERY(
 	"INSERT INTO schedq.task (id, kind, payload, queue, priority,"
 	"  max_attempts, timeout, lock_key, concurrency_key, required_caps,"
@@ -197,6 +199,7 @@ schedq_task_ticks_fire_cluster(TimestampTz now, Datum name, int *fired,
 	bool	  isnull;
 	bool	  has_last;
 	Datum	  last_task;
+	char	 *owner;
 
 	if (schedq_plan_run(&q_cluster_due, due_args, NULL, 0, SPI_OK_SELECT) == 0)
 		return;
@@ -207,6 +210,12 @@ schedq_task_ticks_fire_cluster(TimestampTz now, Datum name, int *fired,
 		row[i] = SPI_getbinval(tuple, desc, i + 1, &isnull);
 		nulls[i] = isnull ? 'n' : ' ';
 	}
+	owner = GetUserNameFromId(DatumGetObjectId(row[12]), true);
+	if (owner == NULL)
+		ereport(ERROR, errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("the owner of periodic task \"%s\" no longer exists",
+					   TextDatumGetCString(name)));
+	row[12] = CStringGetTextDatum(quote_identifier(owner));
 	last_task = SPI_getbinval(tuple, desc, 15, &isnull);
 	has_last = !isnull;
 

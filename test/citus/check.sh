@@ -25,8 +25,9 @@
 #	    dedup_key (one live task per key and queue, also from eight
 #	    sessions at once), submit_many over queues of both workers; the
 #	    calls a cluster cannot serve refused
-#	    (0A000: submit_sql, schedule_sql, await_task, set_budget) before
-#	    they change anything;
+#	    (0A000: submit_sql, schedule_sql and so schedq_cron's
+#	    cron.schedule, await_task, set_budget) before they change
+#	    anything;
 #	    4. schedq's own scheduler on every node, over the shards placed
 #	       there: the reapers take back expired leases (the restart's and
 #	       five abandoned claims), each once; a back-off and a delay come
@@ -40,7 +41,9 @@
 #	       the cluster, into the queue's shard, with the schedule's owner
 #	       by name, never overlapping; run_schedule_now; a gated tick's
 #	       task promoted by its node; schedules inserted by hand fire;
-#	       set_schedule_enabled and unschedule;
+#	       set_schedule_enabled and unschedule; a role named "10"; a
+#	       transaction left open on schedq.periodic does not hold the
+#	       coordinator's scheduler;
 #	    5. figures, in the same run: claim + complete cycles/s on the
 #	       cluster with schedq's calls and with hand-written router
 #	       statements, and on one plain server with schedq's calls; the
@@ -486,6 +489,10 @@ ok "schedq.submit_sql is refused on the cluster (0A000): no SQL executor runs th
 ok "schedq.schedule_sql is refused on the cluster (0A000): no SQL executor runs there" \
 	"$(sqlstate coord "SELECT schedq.schedule_sql('s', '* * * * *', 'SELECT 1')") $(cpsql coord -c "SELECT schedq.schedule_sql('s', '* * * * *', 'SELECT 1')" 2>&1 | grep -c 'schedule_sql is not supported on a distributed schedq') $(q coord "SELECT count(*) FROM schedq.periodic")" \
 	"0A000 1 0"
+q coord "CREATE EXTENSION schedq_cron" >/dev/null
+ok "  and so is schedq_cron's cron.schedule (a job is a SQL task), making no job" \
+	"$(sqlstate coord "SELECT cron.schedule('j', '* * * * *', 'SELECT 1')") $(q coord "SELECT count(*) FROM cron.job") $(q coord "SELECT count(*) FROM schedq.periodic")" \
+	"0A000 0 0"
 ok "schedq.await_task is refused on the cluster (0A000, by schedq): wait with claim_queue" \
 	"$(sqlstate coord "CALL schedq.await_task(queues => '{q1}', wait => '10 ms')") $(sqlstate w1 "CALL schedq.await_task(wait => '10 ms')") $(cpsql coord -c "CALL schedq.await_task(wait => '10 ms')" 2>&1 | grep -c 'await_task is not supported on a distributed schedq')" \
 	"0A000 0A000 1"
@@ -693,6 +700,34 @@ ok "schedq.set_schedule_enabled and unschedule work on the cluster" \
 	"t t p2:false,p3:true"
 ok "  no periodic pass failed, and no tick failed to fire, on any node" \
 	"$(cat "$CITUS_DIR"/*.log 2>/dev/null | grep -c -E 'the periodic pass failed|could not fire')" 0
+# A role whose name reads as an OID ("10" is the bootstrap superuser's):
+# its schedule and its ticks' tasks are its own, by name, on every node.
+q coord "CREATE ROLE \"10\" LOGIN; GRANT USAGE ON SCHEMA schedq TO \"10\";
+	GRANT EXECUTE ON FUNCTION schedq.schedule, schedq.submit TO \"10\"" >/dev/null
+cpsql coord -At -U 10 -c "SELECT schedq.schedule('ten', '0 0 1 1 *', 't', queue => 'pten')" >/dev/null 2>&1
+q coord "SELECT schedq.run_schedule_now('ten')" >/dev/null
+ok "a schedule of the role \"10\" is that role's on every node, and so is its tick's task" \
+	"$(for n in $CITUS_NODES; do q "$n" "SELECT owner::text FROM schedq.periodic WHERE name = 'ten'"; done | sort -u) $(until_eq 30 1 q coord "SELECT count(*) FROM schedq.task WHERE periodic = 'ten'") $(q "$(qnode pten)" "SELECT owner::text FROM schedq.task_$(q coord "SELECT get_shard_id_for_distribution_column('schedq.task', 'pten')") WHERE periodic = 'ten'")" \
+	'"10" 1 "10"'
+# A transaction left open after changing a schedule holds every tick back
+# (Citus serializes the writes of a reference table), but not the
+# coordinator's scheduler: its pass gives up after its lock_timeout, also
+# where the lock is waited for on a worker, and the ticks fire once the
+# transaction ends.
+q coord "SELECT schedq.schedule('held', '* * * * * *', 'h', queue => 'ph')" >/dev/null
+until_eq 30 t q coord "SELECT fired >= 1 FROM schedq.periodic WHERE name = 'held'" >/dev/null
+cpsql coord -c "BEGIN" -c "SELECT schedq.set_schedule_enabled('p3', false)" -c "SELECT pg_sleep(6)" -c "COMMIT" >/dev/null 2>&1 &
+holder=$!
+until_eq 10 1 q coord "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(6)'" >/dev/null
+held_at=$(q coord "SELECT clock_timestamp()")
+ok "  while it is open the coordinator's scheduler goes on: its periodic pass times out" \
+	"$(until_eq 10 t q coord "SELECT last_tick > '$held_at'::timestamptz + interval '1.5 s' AND EXISTS (SELECT FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(6)') FROM schedq.scheduler_status() WHERE datname = 'schedq'") $(until_eq 10 t eval "[ \$(grep -c 'the periodic pass failed: canceling statement due to lock timeout' '$CITUS_DIR/coord.log') -gt 0 ] && echo t")" \
+	"t t"
+wait "$holder"
+skipped=$(q coord "SELECT skipped FROM schedq.periodic WHERE name = 'held'")
+ok "  once it ends, the ticks go on" \
+	"$(until_eq 30 t q coord "SELECT skipped > $skipped FROM schedq.periodic WHERE name = 'held'")" t
+q coord "SELECT schedq.unschedule('held')" >/dev/null
 
 # 5. Figures: the cluster against one server, same machine, same run.
 as_user "$CITUS_BINDIR/initdb" -D "$WORK/single" -A trust -U postgres --no-sync >"$WORK/initdb-single.log" 2>&1
