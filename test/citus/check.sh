@@ -709,6 +709,18 @@ q coord "SELECT schedq.run_schedule_now('ten')" >/dev/null
 ok "a schedule of the role \"10\" is that role's on every node, and so is its tick's task" \
 	"$(for n in $CITUS_NODES; do q "$n" "SELECT owner::text FROM schedq.periodic WHERE name = 'ten'"; done | sort -u) $(until_eq 30 1 q coord "SELECT count(*) FROM schedq.task WHERE periodic = 'ten'") $(q "$(qnode pten)" "SELECT owner::text FROM schedq.task_$(q coord "SELECT get_shard_id_for_distribution_column('schedq.task', 'pten')") WHERE periodic = 'ten'")" \
 	'"10" 1 "10"'
+# A schedule whose owner was dropped: its tick fails with a clear error,
+# recorded on the schedule, and fires no task (no OID travels in place of
+# a name).
+q coord "CREATE ROLE gone LOGIN; GRANT USAGE ON SCHEMA schedq TO gone;
+	GRANT EXECUTE ON FUNCTION schedq.schedule, schedq.submit TO gone" >/dev/null
+cpsql coord -At -U gone -c "SELECT schedq.schedule('orphan', '0 0 1 1 *', 'o', queue => 'po')" >/dev/null 2>&1
+q coord "DROP OWNED BY gone; DROP ROLE gone" >/dev/null
+q coord "SELECT schedq.run_schedule_now('orphan')" >/dev/null
+ok "a schedule whose owner was dropped records the error at its tick and fires nothing" \
+	"$(until_eq 30 t q coord "SELECT last_error LIKE 'the owner of periodic task \"orphan\" no longer exists%' FROM schedq.periodic WHERE name = 'orphan'") $(q coord "SELECT count(*) FROM schedq.task WHERE periodic = 'orphan'")" \
+	"t 0"
+q coord "SELECT schedq.unschedule('orphan')" >/dev/null
 # A transaction left open after changing a schedule holds every tick back
 # (Citus serializes the writes of a reference table), but not the
 # coordinator's scheduler: its pass gives up after its lock_timeout, also
