@@ -34,6 +34,16 @@
 
 #define NEXT_RUNS_MAX 10000
 
+/*
+ * The arguments of the statements that write a schedule: its columns in
+ * schedule()'s order, its first run, the owner ($17: by OID, or by name on
+ * a cluster) and whether the caller is an admin ($18).
+ */
+#define PERIODIC_WRITE_ARGS(owner_type)                                        \
+	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,   \
+		INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,    \
+		NUMERICOID, TIMESTAMPTZOID, owner_type, BOOLOID
+
 static SchedqQuery q_upsert = SCHEDQ_QUERY(
 	"INSERT INTO schedq.periodic AS p (name, schedule, kind, payload, timezone,"
 	"  enabled, queue, priority, max_attempts, timeout, lock_key,"
@@ -51,9 +61,7 @@ static SchedqQuery q_upsert = SCHEDQ_QUERY(
 	"  owner = EXCLUDED.owner, last_error = NULL, updated_at = now()"
 	/* a row another role inserted meanwhile is that role's to replace */
 	" WHERE $18 OR pg_has_role($17, p.owner::oid, 'USAGE')",
-	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
-	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-	NUMERICOID, TIMESTAMPTZOID, OIDOID, BOOLOID);
+	PERIODIC_WRITE_ARGS(OIDOID));
 /*
  * On a distributed schedq (schedq.periodic a reference table) Citus plans
  * no kept INSERT ... ON CONFLICT on it: the row, locked by q_owner, is
@@ -68,18 +76,14 @@ static SchedqQuery q_cluster_replace = SCHEDQ_QUERY(
 	"  cost = $15, next_run = $16, owner = $17::regrole, last_error = NULL,"
 	"  updated_at = now()"
 	" WHERE name = $1",
-	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
-	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-	NUMERICOID, TIMESTAMPTZOID, TEXTOID, BOOLOID);
+	PERIODIC_WRITE_ARGS(TEXTOID));
 static SchedqQuery q_cluster_new = SCHEDQ_QUERY(
 	"INSERT INTO schedq.periodic (name, schedule, kind, payload, timezone,"
 	"  enabled, queue, priority, max_attempts, timeout, lock_key,"
 	"  concurrency_key, required_caps, budgets, cost, next_run, owner)"
 	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
 	"  $15, $16, $17::regrole)",
-	TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID, TEXTOID, INT4OID,
-	INT4OID, INTERVALOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-	NUMERICOID, TIMESTAMPTZOID, TEXTOID, BOOLOID);
+	PERIODIC_WRITE_ARGS(TEXTOID));
 static SchedqQuery q_owner = SCHEDQ_QUERY(
 	"SELECT owner::oid FROM schedq.periodic WHERE name = $1 FOR UPDATE",
 	TEXTOID);
