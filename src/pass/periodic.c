@@ -127,20 +127,23 @@ schedq_periodic_pass(TimestampTz now, bool *more)
 	int			 skipped = 0;
 	static bool	 reboot_armed = false;
 
-	/* a cluster's ticks are its coordinator's, each fired once */
-	if (cluster && !schedq_citus_coordinator())
-		return 0;
 	if (cluster)
 	{
+		char *sql;
+
+		/* a cluster's ticks are its coordinator's, each fired once */
+		if (!schedq_citus_coordinator())
+			return 0;
+
 		/*
 		 * Citus serializes the writes of a reference table with a lock it
 		 * takes on a worker, where this process's lock_timeout does not
 		 * hold: a transaction left open after a schedule() would hold the
 		 * scheduler itself.  Sent with the remote statements, it does.
 		 */
-		char *sql = psprintf("SET LOCAL lock_timeout = %s",
-							 quote_literal_cstr(GetConfigOption("lock_timeout",
-																false, false)));
+		sql = psprintf("SET LOCAL lock_timeout = %s",
+					   quote_literal_cstr(
+						   GetConfigOption("lock_timeout", false, false)));
 
 		if (SPI_execute("SET LOCAL citus.propagate_set_commands = 'local'",
 						false, 0) != SPI_OK_UTILITY ||

@@ -538,7 +538,7 @@ scheduler_iterate(SchedulerTick *tick)
 	tick->node = scheduler_distributed();
 	if (scheduler_unpark_needed)
 		unparked = scheduler_try(&pass_unpark, tick);
-	(void) scheduler_try(&pass_periodic, tick); /* pass/periodic.c: where */
+	(void) scheduler_try(&pass_periodic, tick); /* a cluster: coordinator */
 	(void) scheduler_try(&pass_events, tick);
 	(void) scheduler_try(&pass_promote, tick);
 	if (tick->promote_busy)
