@@ -43,6 +43,18 @@ AS 'MODULE_PATHNAME', 'schedq_claim_queue';
 COMMENT ON FUNCTION schedq.claim_queue IS 'claim from one queue, as claim(worker, ARRAY[queue], ...); on a distributed schedq it runs, and may wait, on the queue''s node';
 REVOKE ALL ON FUNCTION schedq.claim_queue FROM PUBLIC;
 
+-- await_task for one queue: on a distributed schedq Citus runs it on the
+-- node that holds the queue's shard, where it waits on that node's wake-ups.
+CREATE PROCEDURE schedq.await_queue(
+	queue text,
+	caps text[] DEFAULT '{}',
+	wait interval DEFAULT '30 seconds',
+	INOUT woken boolean DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'schedq_await_queue';
+COMMENT ON PROCEDURE schedq.await_queue IS 'wait as await_task(ARRAY[queue], caps, wait); on a distributed schedq it runs, and waits, on the queue''s node';
+REVOKE ALL ON PROCEDURE schedq.await_queue FROM PUBLIC;
+
 -- Retention per status: failed tasks have their own
 -- (schedq.failed_retention), so retention walks each status by age.
 -- The index is rebuilt: writes to schedq.task wait while the finished
@@ -340,13 +352,21 @@ BEGIN
 	EXECUTE format('SELECT create_distributed_table(''schedq.task'', ''queue'', shard_count => %s)',
 				   shard_count);
 
-	-- submit runs on the node that holds its queue's shard.
+	-- submit runs on the node that holds its queue's shard, and so does
+	-- submit_sql, whose task that node's SQL executors run.
 	EXECUTE $q$SELECT create_distributed_function(
 		'schedq.submit(text,jsonb,text,integer,timestamptz,integer,interval,text,bigint,text,text[],text[],numeric,bigint,bigint[],text)',
+		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
+	EXECUTE $q$SELECT create_distributed_function(
+		'schedq.submit_sql(text,text,integer,timestamptz,integer,interval,text,bigint,text,text[],text[],numeric,bigint,bigint[],text)',
 		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
 	-- So does claim_queue, which may wait there, on that node's wake-ups.
 	EXECUTE $q$SELECT create_distributed_function(
 		'schedq.claim_queue(text,text,text[],integer,interval,interval)',
+		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
+	-- And await_queue, which waits there.
+	EXECUTE $q$SELECT create_distributed_function(
+		'schedq.await_queue(text,text[],interval,boolean)',
 		distribution_arg_name => 'queue', colocate_with => 'schedq.task')$q$;
 
 	-- Citus copies a shard it moves in binary by default, and a binary

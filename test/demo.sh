@@ -524,7 +524,7 @@ GRANT USAGE ON SCHEMA schedq TO worker;
 GRANT EXECUTE ON FUNCTION schedq.claim, schedq.claim_queue, schedq.heartbeat, schedq.progress,
       schedq.complete, schedq.complete_many, schedq.complete_and_claim,
       schedq.fail, schedq.verify_grant TO worker;
-GRANT EXECUTE ON PROCEDURE schedq.await_task TO worker;
+GRANT EXECUTE ON PROCEDURE schedq.await_task, schedq.await_queue TO worker;
 SELECT schedq.grant_work('worker', 'app');   -- work on app's tasks
 SQL
 )

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * api/await.c
- *	  schedq.await_task: wait for a task holding no snapshot and no lock;
- *	  and what every waiting claim does with a wake-up it cannot use.
+ *	  schedq.await_task and schedq.await_queue: wait for a task holding
+ *	  no snapshot and no lock; and what every waiting claim does with a
+ *	  wake-up it cannot use.
  *
  * A worker can wait in two ways.  claim(wait => ...) waits inside its
  * statement: the statement's snapshot stays registered, so the session's
@@ -40,6 +41,12 @@
  * Both give up with 25006 when the server is or becomes read-only
  * (shared/wake.c): a worker waiting on a primary that a failover is
  * fencing off is told to reconnect, not left waiting until its timeout.
+ *
+ * await_queue is await_task for one queue.  On a distributed schedq
+ * Citus runs it on the node that holds its queue's shard (as it runs
+ * claim_queue, api/claim.c): there its look is the distributed claim's
+ * rule (store/task_citus.c), and it looks again once a second for what
+ * that node's wake-ups miss.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -68,6 +75,7 @@
 #include "shared/shm.h"
 #include "shared/wake.h"
 #include "store/task.h"
+#include "store/task_citus.h"
 #include "store/task_claim.h"
 
 /*
@@ -85,12 +93,21 @@ schedq_await_pass_on(void)
 		schedq_wake_pass_on();
 }
 
-/* What one await_task asks for, checked. */
+/* What one await_task or await_queue asks for, checked. */
 typedef struct AwaitArgs
 {
 	SchedqClaimRequest req; /* the queues, caps and filter of the look */
 	int64			   wait_us;
+	bool			   distributed; /* await_queue on a distributed schedq */
+	Datum			   queue;		/* await_queue's queue */
 } AwaitArgs;
+
+/*
+ * How often await_queue on a distributed schedq looks again without a
+ * wake-up, as claim_queue does (api/claim.c): a task made available on
+ * its queue's node by other than a submit run there wakes no one.
+ */
+#define AWAIT_CITUS_RELOOK_USECS ((int64) 1000000)
 
 /*
  * One look, in the current transaction (the caller commits it): is there
@@ -109,13 +126,116 @@ await_look(AwaitArgs *args)
 	schedq_call_begin(&call);
 	args->req.caller = call.caller;
 	args->req.admin = call.admin;
-	schedq_floor_probe_if_due();
-	schedq_floor_get(&args->req.floor);
-	found = schedq_task_claim_look(&args->req);
+	if (args->distributed)
+		found = schedq_task_citus_look(&args->req);
+	else
+	{
+		schedq_floor_probe_if_due();
+		schedq_floor_get(&args->req.floor);
+		found = schedq_task_claim_look(&args->req);
+	}
 	if (!found)
 		schedq_await_pass_on();
 	schedq_call_end(&call);
 	return found;
+}
+
+/* caps and wait, arguments icaps and icaps + 1, checked */
+static void
+await_read_args(FunctionCallInfo fcinfo, int icaps, AwaitArgs *args)
+{
+	if (PG_ARGISNULL(icaps))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("caps must not be null"),
+				errhint(
+					"Pass an empty array for a worker without capabilities."));
+	args->req.caps = PG_GETARG_ARRAYTYPE_P(icaps);
+	schedq_check_names("caps", args->req.caps, SCHEDQ_MAX_NAMES);
+	if (PG_ARGISNULL(icaps + 1))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("wait must not be null"));
+	args->wait_us =
+		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(icaps + 1), true,
+							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
+}
+
+/*
+ * Wait as args ask and return the procedure's row (woken).  Needs a
+ * non-atomic context: it commits the transaction it is called in.
+ */
+static Datum
+await_run(FunctionCallInfo fcinfo, const char *name, AwaitArgs *args)
+{
+	CallContext *context = (CallContext *) fcinfo->context;
+	TimestampTz	 deadline;
+	bool		 found = false;
+	TupleDesc	 desc;
+	Datum		 out;
+	bool		 outnull = false;
+
+	/* the arguments first: a bad one is the same error anywhere */
+	if (context == NULL || !IsA(context, CallContext) || context->atomic)
+		ereport(
+			ERROR, errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+			errmsg("%s cannot run inside a transaction block", name),
+			errdetail(
+				"It commits the transaction it is called in, so that it holds no snapshot and no lock while it waits."),
+			errhint(
+				"CALL it on its own, not inside BEGIN or a function; or wait with schedq.claim(wait => ...)."));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	schedq_shm_require_preloaded();
+
+	/*
+	 * The arguments were detoasted into the CALL's memory, which outlives
+	 * the commits below; so does SPI's memory in a non-atomic connection.
+	 */
+	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect_ext failed");
+	/* wake-ups are one node's: those of the node with the queue's shard */
+	if (args->distributed && !schedq_task_citus_queue_local(args->queue))
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, %s waits only on the node "
+					   "that holds its queue's tasks",
+					   name),
+				errhint("CALL it through the coordinator, outside a "
+						"transaction block, so that Citus runs it there."));
+	deadline = GetCurrentTimestamp() + args->wait_us;
+	PG_TRY();
+	{
+		/* the caller's snapshot (the arguments') and locks go */
+		SPI_commit();
+		for (;;)
+		{
+			TimestampTz until = deadline;
+
+			/* register before each look: a task committed after it wakes us */
+			schedq_wake_register(args->req.queues, args->req.caps, false);
+			/* a read-only server: 25006 rather than the look's own error */
+			schedq_wake_check_writable();
+			found = await_look(args);
+			/* the look's snapshot and locks go */
+			SPI_commit();
+			if (found)
+				break;
+			if (args->distributed)
+				until = Min(deadline,
+							GetCurrentTimestamp() + AWAIT_CITUS_RELOOK_USECS);
+			if (!schedq_wake_sleep(until, SCHEDQ_WAIT_EVENT("SchedqAwait")) &&
+				GetCurrentTimestamp() >= deadline)
+				break;
+		}
+	}
+	PG_FINALLY();
+	{
+		schedq_wake_unregister();
+	}
+	PG_END_TRY();
+	SPI_finish();
+
+	desc = BlessTupleDesc(desc);
+	out = BoolGetDatum(found);
+	return HeapTupleGetDatum(heap_form_tuple(desc, &out, &outnull));
 }
 
 PG_FUNCTION_INFO_V1(schedq_await_task);
@@ -123,19 +243,12 @@ PG_FUNCTION_INFO_V1(schedq_await_task);
 /*
  * CALL schedq.await_task(queues, caps, wait, INOUT woken): wait until
  * there is a task this worker could claim (woken = true) or wait has
- * passed (false), holding no snapshot and no lock meanwhile.  Needs a
- * non-atomic context: it commits the transaction it is called in.
+ * passed (false), holding no snapshot and no lock meanwhile.
  */
 Datum
 schedq_await_task(PG_FUNCTION_ARGS)
 {
-	CallContext *context = (CallContext *) fcinfo->context;
-	AwaitArgs	 args;
-	TimestampTz	 deadline;
-	bool		 found = false;
-	TupleDesc	 desc;
-	Datum		 out;
-	bool		 outnull = false;
+	AwaitArgs args;
 
 	memset(&args, 0, sizeof(args));
 	args.req.filter = CLAIM_ALL_QUEUES;
@@ -151,72 +264,43 @@ schedq_await_task(PG_FUNCTION_ARGS)
 				CLAIM_ONE_QUEUE :
 				CLAIM_SOME_QUEUES;
 	}
-	if (PG_ARGISNULL(1))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("caps must not be null"),
-				errhint(
-					"Pass an empty array for a worker without capabilities."));
-	args.req.caps = PG_GETARG_ARRAYTYPE_P(1);
-	schedq_check_names("caps", args.req.caps, SCHEDQ_MAX_NAMES);
-	if (PG_ARGISNULL(2))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("wait must not be null"));
-	args.wait_us =
-		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(2), true,
-							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
-	/* the arguments first: a bad one is the same error anywhere */
-	if (context == NULL || !IsA(context, CallContext) || context->atomic)
-		ereport(
-			ERROR, errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-			errmsg("schedq.await_task cannot run inside a transaction block"),
-			errdetail(
-				"It commits the transaction it is called in, so that it holds no snapshot and no lock while it waits."),
-			errhint(
-				"CALL it on its own, not inside BEGIN or a function; or wait with schedq.claim(wait => ...)."));
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	schedq_shm_require_preloaded();
+	await_read_args(fcinfo, 1, &args);
 	schedq_task_refuse_distributed(
 		"schedq.await_task",
 		"A task wakes the workers waiting on the node that holds its "
 		"queue's shard; await_task would wait on this node's wake-ups.",
-		"Wait on one queue with schedq.claim_queue(queue, worker, wait => "
-		"...).");
+		"Wait on one queue with schedq.await_queue(queue, wait => ...).");
+	return await_run(fcinfo, "schedq.await_task", &args);
+}
 
-	/*
-	 * The arguments were detoasted into the CALL's memory, which outlives
-	 * the commits below; so does SPI's memory in a non-atomic connection.
-	 */
-	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect_ext failed");
-	deadline = GetCurrentTimestamp() + args.wait_us;
-	PG_TRY();
-	{
-		/* the caller's snapshot (the arguments') and locks go */
-		SPI_commit();
-		for (;;)
-		{
-			/* register before each look: a task committed after it wakes us */
-			schedq_wake_register(args.req.queues, args.req.caps, false);
-			/* a read-only server: 25006 rather than the look's own error */
-			schedq_wake_check_writable();
-			found = await_look(&args);
-			/* the look's snapshot and locks go */
-			SPI_commit();
-			if (found)
-				break;
-			if (!schedq_wake_sleep(deadline, SCHEDQ_WAIT_EVENT("SchedqAwait")))
-				break;
-		}
-	}
-	PG_FINALLY();
-	{
-		schedq_wake_unregister();
-	}
-	PG_END_TRY();
-	SPI_finish();
+PG_FUNCTION_INFO_V1(schedq_await_queue);
 
-	desc = BlessTupleDesc(desc);
-	out = BoolGetDatum(found);
-	return HeapTupleGetDatum(heap_form_tuple(desc, &out, &outnull));
+/*
+ * CALL schedq.await_queue(queue, caps, wait, INOUT woken): exactly as
+ * await_task(ARRAY[queue], caps, wait).  On a distributed schedq it is a
+ * distributed procedure by queue (schedq.distribute), which Citus runs on
+ * the node that holds its queue's shard; there it waits on that node's
+ * wake-ups and looks again once a second.  Anywhere else it refuses to
+ * wait (0A000).
+ */
+Datum
+schedq_await_queue(PG_FUNCTION_ARGS)
+{
+	AwaitArgs args;
+	Datum	  queue;
+
+	memset(&args, 0, sizeof(args));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("queue must not be null"),
+				errhint("To wait for a task of any queue, call await_task."));
+	queue = PG_GETARG_DATUM(0);
+	args.req.queues =
+		construct_array(&queue, 1, TEXTOID, -1, false, TYPALIGN_INT);
+	schedq_check_names("queues", args.req.queues, SCHEDQ_MAX_QUEUES);
+	args.req.filter = CLAIM_ONE_QUEUE;
+	await_read_args(fcinfo, 1, &args);
+	args.queue = queue;
+	args.distributed = schedq_task_distributed();
+	return await_run(fcinfo, "schedq.await_queue", &args);
 }

@@ -36,6 +36,7 @@
 #include "base/settings.h"
 #include "shared/call.h"
 #include "shared/metrics.h"
+#include "shared/plan.h"
 #include "shared/token.h"
 #include "shared/wake.h"
 #include "store/floor.h"
@@ -121,9 +122,16 @@ claim_once(ClaimArgs *args)
 	int			   taken;
 	bool		   distributed;
 
-	/* the floor is one server's: a distributed claim starts at its queue's head */
+	/*
+	 * The floor is one server's: a distributed claim starts at its queue's
+	 * head, and so does an SQL executor's claim in one shard of its node
+	 * (process/sqlexec.c), with the single server's statements.
+	 */
 	distributed = schedq_task_distributed();
-	if (!distributed)
+	if (schedq_plan_shard() != 0)
+		args->req.floor =
+			(SchedqClaimKey){ PG_INT64_MIN, DT_NOBEGIN, PG_INT64_MIN };
+	else if (!distributed)
 	{
 		schedq_floor_probe_if_due();
 		schedq_floor_get(&args->req.floor);

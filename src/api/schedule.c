@@ -272,13 +272,6 @@ periodic_upsert(Datum *values, bool *nulls, bool sql)
 	next = periodic_first_run(TextDatumGetCString(values[1]),
 							  TextDatumGetCString(values[4]),
 							  GetCurrentTimestamp());
-	if (sql)
-		schedq_task_refuse_distributed(
-			"schedq.schedule_sql",
-			"SQL tasks are run by the SQL executors, which do not run on a "
-			"Citus cluster: its ticks would never run.",
-			"Schedule a task of a kind of your own with schedq.schedule, and "
-			"run its command from a worker.");
 
 	schedq_call_begin(&call);
 	periodic_check_options(values, nulls, sql);

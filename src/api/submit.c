@@ -80,11 +80,6 @@ schedq_submit_sql(PG_FUNCTION_ARGS)
 	}
 	schedq_task_options_add_sql(&opts, text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	schedq_task_options_check(&opts);
-	schedq_task_refuse_distributed(
-		"schedq.submit_sql",
-		"SQL tasks run in SQL executors, which do not run on a Citus "
-		"cluster: the task would never run.",
-		"Submit a task for a worker, or run the command from one.");
 
 	schedq_call_begin(&call);
 	id = schedq_task_insert_one(&call, &opts);

@@ -36,6 +36,7 @@
 #include "pass/promote.h"
 #include "pass/reaper.h"
 #include "pass/shards.h"
+#include "store/task_claim.h"
 #include "store/task_gates.h"
 #include "store/task_shards.h"
 
@@ -180,6 +181,7 @@ shards_each(ShardPass pass, void *arg)
 typedef struct ShardPassArg
 {
 	TimestampTz		 now;
+	int				 limit;
 	bool			*more;
 	int				 done;
 	TimestampTz		 next_due;
@@ -283,4 +285,58 @@ schedq_shards_next_due(TimestampTz now)
 
 	shards_each(shard_next_due, &a);
 	return a.next_due;
+}
+
+static void
+shard_sql_ready(void *arg)
+{
+	ShardPassArg *a = arg;
+
+	a->done += schedq_task_claim_sql_ready(a->limit - a->done);
+}
+
+/* How many SQL tasks of the shards here the executors could claim, at most limit. */
+int
+schedq_shards_sql_ready(int limit)
+{
+	ShardPassArg a = { .limit = limit };
+
+	shards_each(shard_sql_ready, &a);
+	return a.done;
+}
+
+/*
+ * Run `step` in the shards placed here until it returns true, starting
+ * one shard further each call, so that no shard's tasks wait behind
+ * another's; returns whether one did.  For the SQL executors of this
+ * node (process/sqlexec.c), each claim in one shard.  Leaves parked tasks
+ * to the scheduler: it unparks nothing.
+ */
+bool
+schedq_shards_until(bool (*step)(void *arg), void *arg)
+{
+	static uint32 first = 0;
+	int64		 *shards;
+	int			  n = schedq_task_shards_local(&shards);
+	bool		  done = false;
+
+	first++;
+	for (int k = 0; k < n && !done; k++)
+	{
+		int64 shard = shards[(first + k) % n];
+
+		if (!shard_enter(shard))
+			continue;
+		PG_TRY();
+		{
+			done = step(arg);
+		}
+		PG_FINALLY();
+		{
+			schedq_task_shards_leave();
+		}
+		PG_END_TRY();
+	}
+	pfree(shards);
+	return done;
 }

@@ -423,7 +423,9 @@ step_reap(SchedulerTick *tick)
 static void
 step_sql_ready(SchedulerTick *tick)
 {
-	tick->sql_ready = schedq_task_claim_sql_ready(schedq_sql_workers);
+	tick->sql_ready = tick->node ?
+						  schedq_shards_sql_ready(schedq_sql_workers) :
+						  schedq_task_claim_sql_ready(schedq_sql_workers);
 }
 
 static void
@@ -553,7 +555,7 @@ scheduler_iterate(SchedulerTick *tick)
 	}
 	tick->wake = Min(tick->wake, scheduler_next_reap);
 	(void) scheduler_try(&pass_next, tick);
-	if (schedq_sql_workers > 0 && !tick->node)
+	if (schedq_sql_workers > 0)
 		(void) scheduler_try(&pass_sql, tick);
 	schedq_background_tick_commit();
 	if (unparked)

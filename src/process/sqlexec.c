@@ -67,6 +67,7 @@
 #include "utils/timestamp.h"
 
 #include "base/check.h"
+#include "pass/shards.h"
 #include "base/compat.h"
 #include "process/sqlexec.h"
 #include "shared/call.h"
@@ -194,49 +195,77 @@ typedef struct ExecutorTask
 	TimestampTz deadline; /* when the attempt times out; 0: never */
 } ExecutorTask;
 
+/* One claim of an executor: its worker name, and the task it claims. */
+typedef struct ExecutorClaim
+{
+	const char	 *worker;
+	ExecutorTask *task;
+	MemoryContext cxt; /* where the task is copied */
+} ExecutorClaim;
+
+/*
+ * Claim one SQL task, here: from schedq.task, or from the shard the
+ * executor entered (schedq_shards_until).  Returns false when there is
+ * none.
+ */
+static bool
+executor_claim_here(void *arg)
+{
+	ExecutorClaim *c = arg;
+	ExecutorTask  *task = c->task;
+	Datum		   worker = CStringGetTextDatum(c->worker);
+	SchedqCall	   call;
+	HeapTuple	   tuple;
+	TupleDesc	   desc;
+	bool		   isnull;
+	MemoryContext  old;
+
+	if (SPI_execute_with_args(
+			"SELECT c.id, c.attempt, c.token, c.payload->>'command'"
+			" FROM schedq._claim_sql($1) c",
+			1, (Oid[]){ TEXTOID }, &worker, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not claim");
+	if (SPI_processed == 0)
+		return false;
+	tuple = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	old = MemoryContextSwitchTo(c->cxt);
+	task->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+	task->attempt = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	task->token = pstrdup(SPI_getvalue(tuple, desc, 3));
+	task->command = SPI_getvalue(tuple, desc, 4);
+	task->command = pstrdup(task->command ? task->command : "");
+	MemoryContextSwitchTo(old);
+
+	/* its owner, and the deadline the claim set (a statement after it) */
+	schedq_call_begin(&call);
+	if (!schedq_task_attempt_owner(task->id, &task->owner, &task->deadline))
+		elog(ERROR, "could not read the task an executor claimed");
+	schedq_call_end(&call);
+	return true;
+}
+
 /*
  * Claim one SQL task, copied into the caller's memory context (the
- * iteration's).  Returns false when there is none.
+ * iteration's).  On a distributed schedq, from a shard of schedq.task
+ * placed on this node, with the single server's statements on it (as the
+ * scheduler's passes, pass/shards.c): the tasks of each node run there,
+ * as their owner on that node.  Returns false when there is none.
  */
 static bool
 executor_claim(const char *worker, ExecutorTask *task)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	Datum		  arg = CStringGetTextDatum(worker);
-	SchedqCall	  call;
+	ExecutorClaim c = { worker, task, CurrentMemoryContext };
 	bool		  found;
 
 	schedq_background_tick_begin("schedq sql executor: claiming");
 	if (!OidIsValid(get_extension_oid("schedq", true)))
 		proc_exit(0);
-	if (SPI_execute_with_args(
-			"SELECT c.id, c.attempt, c.token, c.payload->>'command'"
-			" FROM schedq._claim_sql($1) c",
-			1, (Oid[]){ TEXTOID }, &arg, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not claim");
-	found = SPI_processed > 0;
-	if (found)
-	{
-		HeapTuple	  tuple = SPI_tuptable->vals[0];
-		TupleDesc	  desc = SPI_tuptable->tupdesc;
-		bool		  isnull;
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		task->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		task->attempt = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-		task->token = pstrdup(SPI_getvalue(tuple, desc, 3));
-		task->command = SPI_getvalue(tuple, desc, 4);
-		task->command = pstrdup(task->command ? task->command : "");
-		MemoryContextSwitchTo(old);
-
-		/* its owner, and the deadline the claim set (a statement after it) */
-		schedq_call_begin(&call);
-		if (!schedq_task_attempt_owner(task->id, &task->owner, &task->deadline))
-			elog(ERROR, "could not read the task an executor claimed");
-		schedq_call_end(&call);
-	}
+	found = schedq_task_distributed() ?
+				schedq_shards_until(executor_claim_here, &c) :
+				executor_claim_here(&c);
 	schedq_background_tick_commit();
-	MemoryContextSwitchTo(cxt);
+	MemoryContextSwitchTo(c.cxt);
 	return found;
 }
 

@@ -128,18 +128,13 @@ citus_remember(const SchedqClaimed *row, int64 nonce)
 }
 
 /*
- * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
- * refuses (0A000) what Citus cannot route.  Returns how many.
+ * Refuse (0A000) a claim, or a waiting look, that Citus cannot route or
+ * a node cannot evaluate (the header); returns the queue.
  */
-int
-schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+static Datum
+citus_claim_queue(const SchedqClaimRequest *r)
 {
-	Datum		   values[9];
-	char		   nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
-	SPITupleTable *cand;
-	bool		   isnull;
-	int			   found;
-	int			   taken = 0;
+	bool isnull;
 
 	if (r->filter != CLAIM_ONE_QUEUE)
 		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -157,9 +152,25 @@ schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 				errmsg("on a distributed schedq, claims are refused while "
 					   "budgets exist"),
 				errhint("Drop the budgets (schedq.budget) to claim."));
+	return array_get_element(PointerGetDatum(r->queues), 1, (int[]){ 1 }, -1,
+							 -1, false, TYPALIGN_INT, &isnull);
+}
 
-	values[0] = array_get_element(PointerGetDatum(r->queues), 1, (int[]){ 1 },
-								  -1, -1, false, TYPALIGN_INT, &isnull);
+/*
+ * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
+ * refuses (0A000) what Citus cannot route.  Returns how many.
+ */
+int
+schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+{
+	Datum		   values[9];
+	char		   nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	SPITupleTable *cand;
+	bool		   isnull;
+	int			   found;
+	int			   taken = 0;
+
+	values[0] = citus_claim_queue(r);
 	if (schedq_plan_run(&citus_paused, values, nulls, 1, SPI_OK_SELECT) > 0)
 		return 0;
 	values[1] = Int32GetDatum(r->n);
@@ -199,6 +210,31 @@ schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 		citus_remember(&rows[taken++], r->nonce);
 	}
 	return taken;
+}
+
+/*
+ * A waiting look (api/await.c) on a distributed schedq.task: is there a
+ * task of r's one queue that this claim could take?  What it finds is
+ * locked FOR KEY SHARE, as schedq_task_claim_look does, and refused as a
+ * claim would be.  $1 queue, $2 caps.
+ */
+static SchedqQuery citus_look =
+	SCHEDQ_QUERY("SELECT FROM schedq.task t"
+				 " WHERE t.queue = $1 AND t.status = 'available'"
+				 " AND (t.required_caps = '{}' OR t.required_caps <@ $2)"
+				 " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",
+				 TEXTOID, TEXTARRAYOID);
+
+bool
+schedq_task_citus_look(const SchedqClaimRequest *r)
+{
+	Datum values[2];
+
+	values[0] = citus_claim_queue(r);
+	if (schedq_plan_run(&citus_paused, values, NULL, 1, SPI_OK_SELECT) > 0)
+		return false;
+	values[1] = PointerGetDatum(r->caps);
+	return schedq_plan_run(&citus_look, values, NULL, 1, SPI_OK_SELECT) > 0;
 }
 
 /*

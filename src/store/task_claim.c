@@ -596,12 +596,21 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 	int			   found;
 	int			   taken = 0;
 
-	if (!schedq_budgets_any() && !schedq_queues_any_paused() &&
+	/*
+	 * On a shard (an SQL executor's claim on a Citus node,
+	 * process/sqlexec.c), the two statements below: the paused flags are
+	 * a reference table's, which Citus changes in a prepared transaction
+	 * that moves no generation (shared/commit.h), so they are always read;
+	 * and Citus plans no data-modifying CTE that reads a reference table.
+	 */
+	bool on_shard = schedq_plan_shard() != 0;
+
+	if (!on_shard && !schedq_budgets_any() && !schedq_queues_any_paused() &&
 		(taken = claim_direct(r, rows)) >= 0)
 		return taken;
 
 	claim_params(r, values, nulls);
-	if (!schedq_budgets_any())
+	if (!on_shard && !schedq_budgets_any())
 	{
 		int paused = schedq_queues_any_paused() ? 1 : 0;
 

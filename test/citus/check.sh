@@ -18,16 +18,16 @@
 #	    submit through the coordinator and by one through the other
 #	    worker, three tasks to eight waiting claims each claimed once,
 #	    the wait ending with no row, refused (0A000) in a transaction
-#	    block; schedq.fail
+#	    block; await_queue, run by Citus on its queue's node too,
+#	    waiting there holding no snapshot, woken by a submit and finding
+#	    a routed one at its next look; schedq.fail
 #	    (retried at once, failed for good, pending after a back-off,
 #	    stale), schedq.cancel, schedq.retry (once, on both workers, its
 #	    dedup check per queue, a gated task pending), submit with a
 #	    dedup_key (one live task per key and queue, also from eight
 #	    sessions at once), submit_many over queues of both workers; the
-#	    calls a cluster cannot serve refused
-#	    (0A000: submit_sql, schedule_sql and so schedq_cron's
-#	    cron.schedule, await_task, set_budget) before they change
-#	    anything;
+#	    calls a cluster cannot serve refused (0A000: await_task,
+#	    set_budget) before they change anything;
 #	    4. schedq's own scheduler on every node, over the shards placed
 #	       there: the reapers take back expired leases (the restart's and
 #	       five abandoned claims), each once; a back-off and a delay come
@@ -43,7 +43,10 @@
 #	       task promoted by its node; schedules inserted by hand fire;
 #	       set_schedule_enabled and unschedule; a role named "10"; a
 #	       transaction left open on schedq.periodic does not hold the
-#	       coordinator's scheduler;
+#	       coordinator's scheduler; SQL tasks (submit_sql, delegated or
+#	       routed, schedule_sql, schedq_cron's cron.schedule) run by the
+#	       SQL executors of their shard's node, once, as their owner; a
+#	       failing command; a cancel through the coordinator;
 #	    5. figures, in the same run: claim + complete cycles/s on the
 #	       cluster with schedq's calls and with hand-written router
 #	       statements, and on one plain server with schedq's calls; the
@@ -328,6 +331,44 @@ alt=a
 [ "${tok: -1}" = a ] && alt=b
 ok "  a token with its signature changed is refused (28000)" \
 	"$(sqlstate coord "SELECT schedq.complete('${tok%?}$alt')")" 28000
+# await_queue: delegated like claim_queue, it waits on the queue's node
+# holding no snapshot; a submit through the coordinator wakes it, and a
+# task that wakes no one there (submitted in a transaction block, routed
+# from the coordinator) is found by its once-a-second look.
+aq=
+for i in $(seq 1 40); do
+	[ "$(qnode "aq$i")" = w1 ] && aq=aq$i && break
+done
+awaiters()
+{
+	q w1 "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SchedqAwait' AND backend_xmin IS NULL AND query LIKE '%await_queue%''$aq''%'"
+}
+t0=$(date +%s%N)
+got=$(q coord "CALL schedq.await_queue('$aq', wait => '1s')")
+ok "await_queue of an empty queue with wait 1s: false, after the wait" \
+	"$got $(($(date +%s%N) - t0 >= 1000000000))" "f 1"
+for how in submit routed; do
+	rm -f "$WORK/aq.out"
+	w0=$(wakeups w1)
+	cpsql coord -At -c "CALL schedq.await_queue('$aq', wait => '60s')" >"$WORK/aq.out" 2>&1 &
+	waiter=$!
+	ok "await_queue through the coordinator waits on worker 1, holding no snapshot ($how)" "$(until_eq 20 1 awaiters)" 1
+	if [ $how = submit ]; then
+		q coord "SELECT schedq.submit('k', queue => '$aq')" >/dev/null
+	else
+		cpsql coord -At -c "BEGIN" -c "SELECT schedq.submit('k', queue => '$aq')" -c "COMMIT" >/dev/null
+	fi
+	got=$(until_eq 10 1 lines "$WORK/aq.out")
+	wait $waiter
+	ok "  the task wakes it ($how): woken is true" "$got $(cat "$WORK/aq.out")" "1 t"
+	if [ $how = submit ]; then
+		ok "  woken by the wake-up on worker 1" "$(q w1 "SELECT $(wakeups w1) > $w0")" t
+	fi
+	ok "  claim_queue takes the task, which await_queue left available" \
+		"$(q coord "SELECT count(*) FROM schedq.claim_queue('$aq', 'aw')")" 1
+done
+ok "await_queue run on the coordinator (an argument that is not a constant) is refused (0A000)" \
+	"$(sqlstate coord "CALL schedq.await_queue(CASE WHEN random() < 2 THEN '$aq' END, wait => '1s')")" 0A000
 ok "schedq.rotate_grant_key is refused on the cluster, on the coordinator and a worker (0A000)" \
 	"$(sqlstate coord "SELECT schedq.rotate_grant_key()") $(sqlstate w1 "SELECT schedq.rotate_grant_key()")" "0A000 0A000"
 # fail: at once, the task is available again; the last attempt fails it
@@ -482,17 +523,8 @@ ok "schedq.submit_many on the cluster: ten submissions over nine queues, two wit
 	"10 9 9 9"
 ok "  in the shards of both workers" \
 	"$(for i in 1 2 3 4 5 6 7 8 9; do qnode "sm$i"; done | sort -u | tr '\n' ' ')" "w1 w2 "
-ok "schedq.submit_sql is refused on the cluster (0A000): no SQL executor runs there" \
-	"$(sqlstate coord "SELECT schedq.submit_sql('SELECT 1', queue => 'q1')")" 0A000
 # Calls that could not keep their promise on a cluster are refused, with
 # 0A000 and before they change anything.
-ok "schedq.schedule_sql is refused on the cluster (0A000): no SQL executor runs there" \
-	"$(sqlstate coord "SELECT schedq.schedule_sql('s', '* * * * *', 'SELECT 1')") $(cpsql coord -c "SELECT schedq.schedule_sql('s', '* * * * *', 'SELECT 1')" 2>&1 | grep -c 'schedule_sql is not supported on a distributed schedq') $(q coord "SELECT count(*) FROM schedq.periodic")" \
-	"0A000 1 0"
-q coord "CREATE EXTENSION schedq_cron" >/dev/null
-ok "  and so is schedq_cron's cron.schedule (a job is a SQL task), making no job" \
-	"$(sqlstate coord "SELECT cron.schedule('j', '* * * * *', 'SELECT 1')") $(q coord "SELECT count(*) FROM cron.job") $(q coord "SELECT count(*) FROM schedq.periodic")" \
-	"0A000 0 0"
 ok "schedq.await_task is refused on the cluster (0A000, by schedq): wait with claim_queue" \
 	"$(sqlstate coord "CALL schedq.await_task(queues => '{q1}', wait => '10 ms')") $(sqlstate w1 "CALL schedq.await_task(wait => '10 ms')") $(cpsql coord -c "CALL schedq.await_task(wait => '10 ms')" 2>&1 | grep -c 'await_task is not supported on a distributed schedq')" \
 	"0A000 0A000 1"
@@ -740,6 +772,62 @@ skipped=$(q coord "SELECT skipped FROM schedq.periodic WHERE name = 'held'")
 ok "  once it ends, the ticks go on" \
 	"$(until_eq 30 t q coord "SELECT skipped > $skipped FROM schedq.periodic WHERE name = 'held'")" t
 q coord "SELECT schedq.unschedule('held')" >/dev/null
+
+# 4e. SQL tasks: the SQL executors of each node run the SQL tasks of the
+# shards placed there, as their owner (by that node's OID for the role),
+# once each; submit_sql runs on the queue's node, and one routed from a
+# transaction block is found by that node's scheduler; schedule_sql and
+# schedq_cron's cron.schedule fire them from the coordinator.
+q coord "CREATE TABLE public.sq_log (who text, tag text); SELECT create_reference_table('public.sq_log');
+	GRANT SELECT, INSERT ON public.sq_log TO schedq_app;
+	GRANT EXECUTE ON FUNCTION schedq.submit_sql, schedq.schedule_sql TO schedq_app" >/dev/null
+sq1= sq2=
+for i in $(seq 1 40); do
+	case "$(qnode "sq$i")" in
+	w1) [ -z "$sq1" ] && sq1=sq$i ;;
+	w2) [ -z "$sq2" ] && sq2=sq$i ;;
+	esac
+done
+for sq in $sq1 $sq2; do
+	cpsql coord -At -U schedq_app -c "SELECT schedq.submit_sql('INSERT INTO public.sq_log SELECT current_user, ''$sq''', queue => '$sq')" >/dev/null
+done
+ok "schedq.submit_sql by schedq_app into a queue of each worker: each task done" \
+	"$(until_eq 30 "done done" q coord "SELECT string_agg(status::text, ' ') FROM schedq.task WHERE queue IN ('$sq1', '$sq2') AND kind = 'sql'")" "done done"
+ok "  once each, as schedq_app, with the rows its command changed" \
+	"$(q coord "SELECT string_agg(who || ':' || tag, ' ' ORDER BY tag = '$sq1' DESC) FROM public.sq_log") $(q coord "SELECT string_agg(DISTINCT result::text, ' ') FROM schedq.task WHERE queue IN ('$sq1', '$sq2') AND kind = 'sql'")" \
+	"schedq_app:$sq1 schedq_app:$sq2 {\"rows\": 1}"
+for sq in $sq1 $sq2; do
+	n=$(qnode "$sq")
+	pid=$(q coord "SELECT split_part(claimed_by, ' ', 4) FROM schedq.task WHERE queue = '$sq' AND kind = 'sql'")
+	ok "  the task of $sq ran in an SQL executor of $n, the node of its shard" \
+		"$(q "$n" "SELECT count(*) FROM pg_stat_activity WHERE pid = ${pid:-0} AND application_name = 'schedq sql executor'")" 1
+done
+cpsql coord -At -U schedq_app -c "BEGIN" -c "SELECT schedq.submit_sql('INSERT INTO public.sq_log SELECT current_user, ''routed''', queue => '$sq1')" -c "COMMIT" >/dev/null
+q coord "SELECT schedq.submit_sql('SELECT 1/0', queue => '$sq2', max_attempts => 1)" >/dev/null
+ok "a submit_sql routed from a transaction block runs too; a failing command fails its task with the error" \
+	"$(until_eq 30 1 q coord "SELECT count(*) FROM public.sq_log WHERE tag = 'routed'") $(until_eq 30 "failed division by zero" q coord "SELECT status || ' ' || last_error FROM schedq.task WHERE queue = '$sq2' AND payload->>'command' = 'SELECT 1/0'")" \
+	"1 failed division by zero"
+# Cancel through the coordinator: the executor runs on another node and
+# is not interrupted; its command's work rolls back with the complete that
+# finds the task canceled.
+id=$(q coord "SELECT schedq.submit_sql('INSERT INTO public.sq_log VALUES (''x'', ''canceled''); SELECT pg_sleep(2)', queue => '$sq1')")
+until_eq 30 running q coord "SELECT status FROM schedq.task WHERE id = $id" >/dev/null
+ok "a running SQL task canceled through the coordinator: canceled, and its command's work rolled back" \
+	"$(q coord "SELECT schedq.cancel($id)") $(until_eq 30 0 q w1 "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND application_name = 'schedq sql executor'") $(q coord "SELECT status FROM schedq.task WHERE id = $id") $(q coord "SELECT count(*) FROM public.sq_log WHERE tag = 'canceled'")" \
+	"t 0 canceled 0"
+cpsql coord -At -U schedq_app -c "SELECT schedq.schedule_sql('sqtick', '* * * * * *', 'INSERT INTO public.sq_log SELECT current_user, ''tick''')" >/dev/null
+ok "schedq.schedule_sql by schedq_app: its ticks run, as schedq_app" \
+	"$(until_eq 30 t q coord "SELECT count(*) >= 2 FROM public.sq_log WHERE tag = 'tick'") $(q coord "SELECT string_agg(DISTINCT who, ' ') FROM public.sq_log WHERE tag = 'tick'")" \
+	"t schedq_app"
+q coord "SELECT schedq.unschedule('sqtick')" >/dev/null
+q coord "CREATE EXTENSION schedq_cron" >/dev/null
+q coord "SELECT cron.schedule('cj', '1 second', 'INSERT INTO public.sq_log VALUES (''cron'', ''cron'')')" >/dev/null
+ok "schedq_cron's cron.schedule on the cluster: its job runs, and cron.job_run_details says so" \
+	"$(until_eq 30 t q coord "SELECT count(*) >= 2 FROM public.sq_log WHERE tag = 'cron'") $(until_eq 30 t q coord "SELECT count(*) >= 2 FROM cron.job_run_details WHERE status = 'succeeded'")" \
+	"t t"
+q coord "SELECT cron.unschedule('cj')" >/dev/null
+ok "  no SQL executor failed on any node" \
+	"$(cat "$CITUS_DIR"/*.log 2>/dev/null | grep -c 'background worker "schedq sql executor" (PID [0-9]*) exited with exit code 1')" 0
 
 # 5. Figures: the cluster against one server, same machine, same run.
 as_user "$CITUS_BINDIR/initdb" -D "$WORK/single" -A trust -U postgres --no-sync >"$WORK/initdb-single.log" 2>&1

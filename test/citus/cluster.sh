@@ -69,7 +69,6 @@ synchronous_commit = on
 wal_level = logical
 log_min_messages = warning
 log_line_prefix = '%m [%p] $node '
-schedq.sql_workers = 0
 citus.enable_unsafe_triggers = on
 citus.local_hostname = '$CITUS_DIR'
 EOF

@@ -21,7 +21,11 @@
 #	  (d) what that does to VACUUM: tasks churned through another queue
 #	      while sixteen sessions wait are removed by VACUUM when they wait
 #	      in await_task, and are dead but not removable while they wait in
-#	      claim(wait => ...).
+#	      claim(wait => ...);
+#	  (e) await_queue(queue, ...) is await_task(ARRAY[queue], ...): the
+#	      same refusals (and 22004 for a NULL queue), PUBLIC cannot run
+#	      it, its looks see only its queue and its caps, a submit to its
+#	      queue wakes it, and it holds no xmin while it waits.
 #
 #	  autovacuum is off, and so are the scheduler and the SQL executors
 #	  (schedq.enabled = off, sql_workers = 0): no other transaction moves
@@ -333,6 +337,68 @@ $node->safe_psql('postgres', 'VACUUM schedq.task');
 	($removed, $not_removable) = churn_and_vacuum();
 	is($not_removable, '0',
 		'(d, claim(wait)) once the claims end, VACUUM removes them');
+}
+
+#
+# (e) await_queue: await_task for one queue.
+#
+{
+	my @cases = (
+		[ 'inside BEGIN', "BEGIN;\nCALL schedq.await_queue('e', wait => '0');\nCOMMIT;", '25001' ],
+		[ 'queue null', "CALL schedq.await_queue(NULL, wait => '0');", '22004' ],
+		[ 'queue too long', "CALL schedq.await_queue(repeat('q', 256), wait => '0');", '54000' ],
+		[ 'wait null', "CALL schedq.await_queue('e', wait => NULL);", '22004' ],
+		[ 'wait negative', "CALL schedq.await_queue('e', wait => '-1 s');", '22023' ],
+		[ 'caps null', "CALL schedq.await_queue('e', caps => NULL, wait => '0');", '22004' ],
+	);
+	for my $case (@cases)
+	{
+		my ($label, $sql, $expected) = @$case;
+		my ($state, $msg) = sqlstate($sql);
+		is($state, $expected, "(e) await_queue, $label: $expected") or diag $msg;
+	}
+	my ($state) = sqlstate("CALL schedq.await_queue('e', wait => '0');", 'nobody');
+	is($state, '42501', '(e) PUBLIC cannot execute await_queue');
+
+	my $t0 = time;
+	is($node->safe_psql('postgres', "CALL schedq.await_queue('e', wait => '200 ms')"),
+		'f', '(e) empty queue: false after wait');
+	cmp_ok(time - $t0, '>=', 0.2, '(e) ... having waited');
+	$node->safe_psql('postgres',
+		"SELECT schedq.submit('e', queue => 'e-other');"
+		  . "SELECT schedq.submit('e', queue => 'e', required_caps => '{gpu}')");
+	is( $node->safe_psql('postgres',
+			"CALL schedq.await_queue('e', wait => '0');"
+			  . "CALL schedq.await_queue('e', caps => '{gpu}', wait => '0');"
+			  . "CALL schedq.await_queue('e-other', wait => '0')"),
+		"f\nt\nt",
+		"(e) it sees its queue's tasks only, and those its caps allow");
+
+	my $w = $node->background_psql('postgres');
+	my $pid = $w->query_safe('SELECT pg_backend_pid()');
+	$w->query_until(qr/waiting\n/,
+		    "\\echo waiting\n"
+		  . "CALL schedq.await_queue('e2', wait => '10 s');\n"
+		  . "SELECT 'at:' || extract(epoch FROM clock_timestamp());\n");
+	ok( defined poll_until(
+			$node, 'postgres',
+			"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $pid",
+			'Extension', 10),
+		'(e) await_queue is waiting');
+	is( $node->safe_psql('postgres',
+			"SELECT backend_xmin IS NULL FROM pg_stat_activity WHERE pid = $pid"),
+		't', '(e) ... holding no xmin');
+	my ($t1) = $node->safe_psql('postgres',
+		    "SELECT extract(epoch FROM clock_timestamp())"
+		  . " FROM (SELECT schedq.submit('e2', queue => 'e2')) s");
+	my $out = $w->query_until(qr/at:[\d.]+\n/, '');
+	my ($woken, $at) = $out =~ /^(\w)\nat:([\d.]+)/m;
+	is($woken, 't', '(e) woken by a submit to its queue');
+	ok(defined $at && $at - $t1 < $max_lag, "(e) within $max_lag s")
+	  or diag 'lag: ' . (defined $at ? $at - $t1 : 'none');
+	is($w->query_safe("SELECT count(*) FROM schedq.claim_queue('e2', 'w')"),
+		'1', '(e) claim_queue then takes the task');
+	$w->quit;
 }
 
 $node->stop;
