@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -87,15 +88,48 @@ func (w *Worker) completeAndClaim(ctx context.Context, l *loop, free int) (int, 
 		w.outcome(f, "done")
 	}
 	l.ok = nil
-	for _, j := range jobs {
+	ctxs := make([]context.Context, len(jobs))
+	w.mu.Lock()
+	for i, j := range jobs {
 		jctx, cancel := context.WithCancel(context.Background())
-		w.mu.Lock()
+		ctxs[i] = jctx
 		w.live[j.Token] = &inHand{job: j, cancel: cancel}
-		w.mu.Unlock()
-		l.running++
-		go w.runJob(jctx, j, l.done)
+	}
+	w.mu.Unlock()
+	l.running += len(jobs)
+	if len(jobs) > 0 {
+		go w.runBatch(jobs, ctxs, l)
 	}
 	return len(jobs), nil
+}
+
+// handoffAfter is how long a handler runs before the rest of its batch
+// is handed to goroutines of their own.
+const handoffAfter = 100 * time.Microsecond
+
+// runBatch runs the handlers of a batch one after another in one
+// goroutine, which is what short handlers cost least with; a handler
+// still running after handoffAfter hands the jobs not yet started to a
+// goroutine each, so that no handler waits behind a slow one for longer
+// than that.
+func (w *Worker) runBatch(jobs []*Job, ctxs []context.Context, l *loop) {
+	var next atomic.Int32 // the next job not yet started
+	handoff := func() {
+		for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
+			go w.runJob(ctxs[i], jobs[i], l.done)
+		}
+	}
+	for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
+		if i == len(jobs)-1 {
+			w.runJob(ctxs[i], jobs[i], l.done)
+			return
+		}
+		t := time.AfterFunc(handoffAfter, handoff)
+		w.runJob(ctxs[i], jobs[i], l.done)
+		if !t.Stop() {
+			return // handed off
+		}
+	}
 }
 
 // completeMany completes l.ok and claims nothing (when stopping).

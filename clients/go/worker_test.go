@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,6 +104,33 @@ func TestWorkerRunsEachTaskOnceUnderConcurrency(t *testing.T) {
 		}})
 	waitFor(t, pool, time.Minute, "300", "SELECT count(*)::text FROM schedq.task WHERE id = ANY($1) AND status = 'done' AND (result->>'id')::bigint = id", ids)
 	checkOnce(t, pool, ids, runs, outcomes)
+}
+
+// TestWorkerHandlersRunAtOnce: a batch's handlers start one after another
+// in one goroutine only while each is quick; one that blocks hands the
+// rest to goroutines of their own.  Eight handlers that each wait until
+// all eight have started all finish (one after another, the first would
+// wait for ever).
+func TestWorkerHandlersRunAtOnce(t *testing.T) {
+	pool := newPool(t, "schedq-test")
+	queue, kind := name(t, "q"), name(t, "k")
+	const n = 8
+	var started sync.WaitGroup
+	started.Add(n)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	ids := submitN(t, pool, n, kind, queue, nil) // before the worker: one claim takes all
+	startWorker(t, name(t, "w"), schedq.WorkerConfig{Queues: []string{queue}, Concurrency: n},
+		map[string]schedq.Handler{kind: func(ctx context.Context, j *schedq.Job) (any, error) {
+			started.Done()
+			select {
+			case <-all:
+				return nil, nil
+			case <-time.After(20 * time.Second):
+				return nil, schedq.Permanent(errors.New("the other handlers did not start"))
+			}
+		}})
+	waitFor(t, pool, time.Minute, "8 done", "SELECT count(*) || ' ' || string_agg(DISTINCT status::text, ',') FROM schedq.task WHERE id = ANY($1) AND status IN ('done', 'failed')", ids)
 }
 
 func TestWorkerSurvivesLostConnections(t *testing.T) {
