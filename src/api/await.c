@@ -140,25 +140,6 @@ await_look(AwaitArgs *args)
 	return found;
 }
 
-/* caps and wait, arguments icaps and icaps + 1, checked */
-static void
-await_read_args(FunctionCallInfo fcinfo, int icaps, AwaitArgs *args)
-{
-	if (PG_ARGISNULL(icaps))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("caps must not be null"),
-				errhint(
-					"Pass an empty array for a worker without capabilities."));
-	args->req.caps = PG_GETARG_ARRAYTYPE_P(icaps);
-	schedq_check_names("caps", args->req.caps, SCHEDQ_MAX_NAMES);
-	if (PG_ARGISNULL(icaps + 1))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("wait must not be null"));
-	args->wait_us =
-		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(icaps + 1), true,
-							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
-}
-
 /*
  * Wait as args ask and return the procedure's row (woken).  Needs a
  * non-atomic context: it commits the transaction it is called in.
@@ -264,7 +245,8 @@ schedq_await_task(PG_FUNCTION_ARGS)
 				CLAIM_ONE_QUEUE :
 				CLAIM_SOME_QUEUES;
 	}
-	await_read_args(fcinfo, 1, &args);
+	args.req.caps = schedq_check_caps_arg(fcinfo, 1);
+	args.wait_us = schedq_check_wait_arg(fcinfo, 2);
 	schedq_task_refuse_distributed(
 		"schedq.await_task",
 		"A task wakes the workers waiting on the node that holds its "
@@ -299,7 +281,8 @@ schedq_await_queue(PG_FUNCTION_ARGS)
 		construct_array(&queue, 1, TEXTOID, -1, false, TYPALIGN_INT);
 	schedq_check_names("queues", args.req.queues, SCHEDQ_MAX_QUEUES);
 	args.req.filter = CLAIM_ONE_QUEUE;
-	await_read_args(fcinfo, 1, &args);
+	args.req.caps = schedq_check_caps_arg(fcinfo, 1);
+	args.wait_us = schedq_check_wait_arg(fcinfo, 2);
 	args.queue = queue;
 	args.distributed = schedq_task_distributed();
 	return await_run(fcinfo, "schedq.await_queue", &args);

@@ -241,13 +241,7 @@ claim_read_args(FunctionCallInfo fcinfo, int worker_arg, int queues_arg,
 				errmsg("worker must not be null"));
 	args->req.worker = PG_GETARG_DATUM(worker_arg);
 	schedq_check_name("worker", PG_GETARG_TEXT_PP(worker_arg));
-	if (PG_ARGISNULL(caps_arg))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("caps must not be null"),
-				errhint(
-					"Pass an empty array for a worker without capabilities."));
-	args->req.caps = PG_GETARG_ARRAYTYPE_P(caps_arg);
-	schedq_check_names("caps", args->req.caps, SCHEDQ_MAX_NAMES);
+	args->req.caps = schedq_check_caps_arg(fcinfo, caps_arg);
 	if (PG_ARGISNULL(n_arg))
 		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("n must not be null"));
@@ -289,12 +283,7 @@ claim_read_args(FunctionCallInfo fcinfo, int worker_arg, int queues_arg,
 static void
 claim_read_wait(FunctionCallInfo fcinfo, int wait_arg, ClaimArgs *args)
 {
-	if (PG_ARGISNULL(wait_arg))
-		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("wait must not be null"));
-	args->wait_us =
-		schedq_check_interval("wait", PG_GETARG_INTERVAL_P(wait_arg), true,
-							  SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
+	args->wait_us = schedq_check_wait_arg(fcinfo, wait_arg);
 	if (args->wait_us > 0 && IsolationUsesXactSnapshot())
 		ereport(
 			ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

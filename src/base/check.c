@@ -5,6 +5,8 @@
  */
 #include "postgres.h"
 
+#include "fmgr.h"
+
 #include "access/detoast.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -37,6 +39,39 @@ void
 schedq_check_name(const char *what, text *value)
 {
 	schedq_check_text_size(what, value, SCHEDQ_MAX_NAME_BYTES);
+}
+
+/*
+ * A worker's capabilities, argument `arg` of a claim or a wait, checked:
+ * not NULL, and names.
+ */
+ArrayType *
+schedq_check_caps_arg(FunctionCallInfo fcinfo, int arg)
+{
+	ArrayType *caps;
+
+	if (PG_ARGISNULL(arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("caps must not be null"),
+				errhint(
+					"Pass an empty array for a worker without capabilities."));
+	caps = PG_GETARG_ARRAYTYPE_P(arg);
+	schedq_check_names("caps", caps, SCHEDQ_MAX_NAMES);
+	return caps;
+}
+
+/*
+ * How long a claim or a wait may wait, argument `arg`, checked: not NULL,
+ * zero to an hour.  In microseconds.
+ */
+int64
+schedq_check_wait_arg(FunctionCallInfo fcinfo, int arg)
+{
+	if (PG_ARGISNULL(arg))
+		ereport(ERROR, errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("wait must not be null"));
+	return schedq_check_interval("wait", PG_GETARG_INTERVAL_P(arg), true,
+								 SCHEDQ_MAX_WAIT_USECS, SCHEDQ_MAX_WAIT_TEXT);
 }
 
 /*

@@ -13,6 +13,7 @@
 #define SCHEDQ_CHECK_H
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "utils/array.h"
 
 /* Names: queues, kinds, keys, capabilities, budgets, workers, schedules. */
@@ -36,15 +37,17 @@
 /* How far from now a run_at may be. */
 #define SCHEDQ_MAX_RUN_AT_YEARS 1000
 
-extern void	 schedq_check_name(const char *what, text *value);
-extern void	 schedq_check_text_size(const char *what, text *value,
-									Size max_bytes);
-extern void	 schedq_check_names(const char *what, ArrayType *names,
-								int max_names);
-extern int64 schedq_check_interval(const char *what, Interval *value,
-								   bool zero_ok, int64 max_usecs,
-								   const char *max_text);
-extern void	 schedq_check_run_at(TimestampTz run_at);
-extern void	 schedq_check_jsonb_size(const char *what, Datum value);
+extern void		  schedq_check_name(const char *what, text *value);
+extern void		  schedq_check_text_size(const char *what, text *value,
+										 Size max_bytes);
+extern ArrayType *schedq_check_caps_arg(FunctionCallInfo fcinfo, int arg);
+extern int64	  schedq_check_wait_arg(FunctionCallInfo fcinfo, int arg);
+extern void		  schedq_check_names(const char *what, ArrayType *names,
+									 int max_names);
+extern int64	  schedq_check_interval(const char *what, Interval *value,
+										bool zero_ok, int64 max_usecs,
+										const char *max_text);
+extern void		  schedq_check_run_at(TimestampTz run_at);
+extern void		  schedq_check_jsonb_size(const char *what, Datum value);
 
 #endif /* SCHEDQ_CHECK_H */

@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 
 #include "shared/isolate.h"
+#include "shared/plan.h"
 #include "pass/promote.h"
 #include "pass/reaper.h"
 #include "pass/shards.h"
@@ -152,8 +153,14 @@ shards_each(ShardPass pass, void *arg)
 {
 	int64 *shards;
 	int	   n = schedq_task_shards_local(&shards);
+	int	   freed;
 
 	shards_keep_only(shards, n);
+	freed = schedq_plan_keep_shards(shards, n);
+	if (freed > 0)
+		ereport(LOG, errmsg("schedq scheduler: freed %d kept plans of shards "
+							"of schedq.task no longer placed on this node",
+							freed));
 	for (int i = 0; i < n; i++)
 	{
 		if (!shard_enter(shards[i]))
@@ -320,6 +327,7 @@ schedq_shards_until(bool (*step)(void *arg), void *arg)
 	int			  n = schedq_task_shards_local(&shards);
 	bool		  done = false;
 
+	(void) schedq_plan_keep_shards(shards, n);
 	first++;
 	for (int k = 0; k < n && !done; k++)
 	{

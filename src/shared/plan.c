@@ -134,6 +134,40 @@ schedq_plan_use_shard(int64 shard)
 	return before;
 }
 
+/*
+ * Free the kept plans of every shard but shards[0..n-1], the ones placed
+ * on this node: a shard moved away leaves no plans behind.  Returns how
+ * many it freed.
+ */
+int
+schedq_plan_keep_shards(const int64 *shards, int n)
+{
+	HASH_SEQ_STATUS seq;
+	ShardPlan	   *entry;
+	int				freed = 0;
+
+	if (shard_plans == NULL)
+		return 0;
+	hash_seq_init(&seq, shard_plans);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		bool placed = false;
+
+		for (int i = 0; i < n && !placed; i++)
+			placed = shards[i] == entry->key.shard;
+		if (placed)
+			continue;
+		if (entry->plan != NULL)
+		{
+			SPI_freeplan(entry->plan);
+			freed++;
+		}
+		/* dynahash allows removing the entry just returned */
+		(void) hash_search(shard_plans, &entry->key, HASH_REMOVE, NULL);
+	}
+	return freed;
+}
+
 /* The chosen shard of schedq.task; 0 when none is. */
 int64
 schedq_plan_shard(void)

@@ -34,6 +34,7 @@ extern int schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,
 						   long count, int expected);
 extern int64  schedq_plan_use_shard(int64 shard);
 extern int64  schedq_plan_shard(void);
+extern int	  schedq_plan_keep_shards(const int64 *shards, int n);
 extern Portal schedq_plan_cursor_open(SchedqQuery *query, Datum *values,
 									  const char *nulls);
 

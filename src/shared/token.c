@@ -26,7 +26,10 @@
  * Each backend caches the keys.  A rotation bumps the key generation
  * (shared/commit.h) around its commit; a backend whose cached generation
  * differs reloads.  The generation is read before the keys are, so a
- * reload that races a rotation at worst reloads once more.
+ * reload that races a rotation at worst reloads once more.  A generation
+ * is one server's: on a cluster, a rotation reaches the other nodes'
+ * backends when their cached keys are a second old, and a token with a
+ * key id a backend does not know makes it read the keys at once.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -56,6 +59,9 @@
 #define TOKEN_MAX_KEYS	 8
 #define TOKEN_SECRET_LEN 32
 
+/* On a Citus cluster, how old a node's cached keys may be (token_load_keys) */
+#define TOKEN_CLUSTER_KEYS_USECS ((int64) 1000000)
+
 typedef struct TokenKey
 {
 	int32 kid;
@@ -63,11 +69,12 @@ typedef struct TokenKey
 } TokenKey;
 
 /* The cache: keys[0] is the newest, the one that signs. */
-static TokenKey token_keys[TOKEN_MAX_KEYS];
-static int		token_nkeys = 0;
-static uint64	token_generation = 0;	   /* 0: nothing cached */
-static bool		token_distributed = false; /* keys of a Citus cluster */
-static char	   *token_dbname = NULL;	   /* signed, when they are */
+static TokenKey	   token_keys[TOKEN_MAX_KEYS];
+static int		   token_nkeys = 0;
+static uint64	   token_generation = 0;	  /* 0: nothing cached */
+static TimestampTz token_loaded_at = 0;		  /* when the keys were read */
+static bool		   token_distributed = false; /* keys of a Citus cluster */
+static char		  *token_dbname = NULL;		  /* signed, when they are */
 
 /* Is schedq.grant_key a Citus reference table (schedq.distribute)? */
 static bool
@@ -86,14 +93,19 @@ token_keys_distributed(void)
 static SchedqQuery q_load_keys =
 	SCHEDQ_QUERY0("SELECT kid, secret FROM schedq.grant_key"
 				  " ORDER BY kid DESC LIMIT " CppAsString2(TOKEN_MAX_KEYS));
-static SchedqQuery q_rotate =
-	SCHEDQ_QUERY("WITH k AS (INSERT INTO schedq.grant_key (kid, secret)"
-				 "   SELECT COALESCE(max(kid), 0) + 1, $1 FROM schedq.grant_key"
-				 "   RETURNING kid),"
-				 " d AS (DELETE FROM schedq.grant_key g USING k"
-				 "   WHERE g.kid < k.kid - 1)"
-				 " SELECT kid FROM k",
-				 BYTEAOID);
+/*
+ * A rotation, under the table's EXCLUSIVE lock: the next key id, the new
+ * key ($1 its id, $2 its secret), then every key older than the previous
+ * one goes ($1 the previous key's id).  Three plain statements, which
+ * Citus also runs on a reference table.
+ */
+static SchedqQuery q_next_kid =
+	SCHEDQ_QUERY0("SELECT COALESCE(max(kid), 0) + 1 FROM schedq.grant_key");
+static SchedqQuery q_add_key =
+	SCHEDQ_QUERY("INSERT INTO schedq.grant_key (kid, secret) VALUES ($1, $2)",
+				 INT4OID, BYTEAOID);
+static SchedqQuery q_retire_keys =
+	SCHEDQ_QUERY("DELETE FROM schedq.grant_key WHERE kid < $1", INT4OID);
 /*
  * Make sure the key cache is current.  Runs its query in a bracket of its
  * own (a nested SPI connection, as the tables' owner), so it may be called
@@ -110,8 +122,14 @@ token_load_keys(bool force)
 	SchedqCall call;
 	int		   n;
 
+	/*
+	 * On a cluster a rotation bumps only its own node's generation: the
+	 * other nodes read the keys again when theirs are a second old.
+	 */
 	if (!force && token_generation == generation && token_nkeys > 0 &&
-		distributed == token_distributed)
+		distributed == token_distributed &&
+		(!distributed ||
+		 GetCurrentTimestamp() - token_loaded_at < TOKEN_CLUSTER_KEYS_USECS))
 		return;
 
 	schedq_call_begin(&call);
@@ -142,6 +160,7 @@ token_load_keys(bool force)
 				"A superuser can create one with schedq.rotate_grant_key()."));
 	token_generation = generation;
 	token_distributed = distributed;
+	token_loaded_at = GetCurrentTimestamp();
 	if (distributed && token_dbname == NULL)
 		token_dbname = MemoryContextStrdup(TopMemoryContext,
 										   get_database_name(MyDatabaseId));
@@ -326,31 +345,28 @@ schedq_token_rotate_key(void)
 {
 	uint8  secret[TOKEN_SECRET_LEN];
 	bytea *secret_datum;
-	Datum  values[1];
+	Datum  values[2];
 	bool   isnull;
 	int32  kid;
 
-	if (token_keys_distributed())
-		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("schedq.rotate_grant_key is not supported on a "
-					   "distributed schedq"),
-				errdetail("The keys are a reference table that every node "
-						  "caches; a rotation would reach one node's cache "
-						  "only, and the others would keep a retired key."));
 	if (!pg_strong_random(secret, sizeof(secret)))
 		ereport(ERROR, errcode(ERRCODE_INTERNAL_ERROR),
 				errmsg("could not generate a random token signing key"));
 	secret_datum = palloc(VARHDRSZ + sizeof(secret));
 	SET_VARSIZE(secret_datum, VARHDRSZ + sizeof(secret));
 	memcpy(VARDATA(secret_datum), secret, sizeof(secret));
-	values[0] = PointerGetDatum(secret_datum);
 
 	if (SPI_execute("LOCK TABLE schedq.grant_key IN EXCLUSIVE MODE", false,
 					0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not lock schedq.grant_key");
-	schedq_plan_run(&q_rotate, values, NULL, 0, SPI_OK_SELECT);
+	schedq_plan_run(&q_next_kid, NULL, NULL, 0, SPI_OK_SELECT);
 	kid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 									  SPI_tuptable->tupdesc, 1, &isnull));
+	values[0] = Int32GetDatum(kid);
+	values[1] = PointerGetDatum(secret_datum);
+	schedq_plan_run(&q_add_key, values, NULL, 0, SPI_OK_INSERT);
+	values[0] = Int32GetDatum(kid - 1);
+	schedq_plan_run(&q_retire_keys, values, NULL, 0, SPI_OK_DELETE);
 
 	explicit_bzero(secret, sizeof(secret));
 	explicit_bzero(VARDATA(secret_datum), sizeof(secret));

@@ -18,7 +18,10 @@
 #	    submit through the coordinator and by one through the other
 #	    worker, three tasks to eight waiting claims each claimed once,
 #	    the wait ending with no row, refused (0A000) in a transaction
-#	    block; await_queue, run by Citus on its queue's node too,
+#	    block; rotate_grant_key through the coordinator reaching a
+#	    long-lived session on a worker within a second (the previous key
+#	    still verifies, one two rotations old no longer does);
+#	    await_queue, run by Citus on its queue's node too,
 #	    waiting there holding no snapshot, woken by a submit and finding
 #	    a routed one at its next look; schedq.fail
 #	    (retried at once, failed for good, pending after a back-off,
@@ -36,12 +39,15 @@
 #	       clients: each done once, each lock key's order and each
 #	       shard's limit held; a shard moved under load (block_writes)
 #	       with pending, gated and available tasks: none lost, none done
-#	       twice, the new node's scheduler promotes them; periodic
+#	       twice, the new node's scheduler promotes them, the old one
+#	       frees its kept plans of the shard; periodic
 #	       tasks fired by the coordinator's scheduler, each tick once for
 #	       the cluster, into the queue's shard, with the schedule's owner
 #	       by name, never overlapping; run_schedule_now; a gated tick's
 #	       task promoted by its node; schedules inserted by hand fire;
-#	       set_schedule_enabled and unschedule; a role named "10"; a
+#	       set_schedule_enabled and unschedule; two schedule calls
+#	       creating one name at once (23505 for the second); a role
+#	       named "10"; a
 #	       transaction left open on schedq.periodic does not hold the
 #	       coordinator's scheduler; SQL tasks (submit_sql, delegated or
 #	       routed, schedule_sql, schedq_cron's cron.schedule) run by the
@@ -265,6 +271,25 @@ wakeups()
 {
 	q "$1" "SELECT value FROM schedq.metrics() WHERE name = 'claim_wakeups'"
 }
+# A session that stays open, one at a time: session_open NODE, then
+# session_q SQL prints the statement's one line of output (an error as
+# "ERROR:  message"), session_close.
+session_open()
+{
+	coproc SESS { cpsql "$1" -At -v ON_ERROR_STOP=0 -v VERBOSITY=terse 2>&1; }
+}
+session_q()
+{
+	local line
+	echo "$1;" >&"${SESS[1]}"
+	read -r -t 20 line <&"${SESS[0]}"
+	echo "$line"
+}
+session_close()
+{
+	echo '\q' >&"${SESS[1]}"
+	wait "$SESS_PID"
+}
 # lines FILE...: non-empty lines in FILE... (no such file counts 0).
 lines()
 {
@@ -369,8 +394,33 @@ for how in submit routed; do
 done
 ok "await_queue run on the coordinator (an argument that is not a constant) is refused (0A000)" \
 	"$(sqlstate coord "CALL schedq.await_queue(CASE WHEN random() < 2 THEN '$aq' END, wait => '1s')")" 0A000
-ok "schedq.rotate_grant_key is refused on the cluster, on the coordinator and a worker (0A000)" \
-	"$(sqlstate coord "SELECT schedq.rotate_grant_key()") $(sqlstate w1 "SELECT schedq.rotate_grant_key()")" "0A000 0A000"
+# Key rotation on the cluster, through the coordinator: every node has
+# the new keys at once, and a session that has cached the old ones (on
+# worker 1, signing and checking tokens of its claims) uses them within
+# a second; a token of the previous key still completes, and one of a
+# key two rotations old is refused (28000) everywhere.
+q coord "SELECT count(*) FROM (SELECT schedq.submit('k', queue => '$wq') FROM generate_series(1, 40)) s" >/dev/null
+session_open w1
+ks_kid()
+{
+	local t
+	t=$(session_q "SELECT coalesce((SELECT token FROM schedq.claim_queue('$wq', 'kw')), 'none')")
+	echo "${t%%.*}"
+}
+tok_a=$(session_q "SELECT token FROM schedq.claim_queue('$wq', 'kw')")
+tok_b=$(session_q "SELECT token FROM schedq.claim_queue('$wq', 'kw')")
+k1=$(q coord "SELECT schedq.rotate_grant_key()")
+ok "schedq.rotate_grant_key on the cluster: the new key is on every node" \
+	"$(for n in $CITUS_NODES; do q "$n" "SELECT max(kid) FROM schedq.grant_key"; done | sort -u)" "$k1"
+ok "  a session on worker 1 that cached the old keys signs with the new one within a second" \
+	"$(until_eq 5 "$k1" ks_kid)" "$k1"
+ok "  a token of the previous key still completes, through the coordinator" \
+	"$(q coord "SELECT schedq.complete('$tok_a')")" t
+q coord "SELECT schedq.rotate_grant_key()" >/dev/null
+ok "  after another rotation, a token of the key two rotations old is refused in that session and through the coordinator (28000)" \
+	"$(until_eq 5 "ERROR:  invalid token signature" session_q "SELECT schedq.heartbeat('$tok_b') IS NOT NULL") $(sqlstate coord "SELECT schedq.complete('$tok_b')")" \
+	"ERROR:  invalid token signature 28000"
+session_close
 # fail: at once, the task is available again; the last attempt fails it
 # for good; a back-off of an hour leaves it pending.
 q coord "SELECT schedq.submit('f', queue => 'fq', max_attempts => 2)" >/dev/null
@@ -650,6 +700,8 @@ load=$!
 sleep 1
 cpsql coord -c "SELECT citus_move_shard_placement($mshard, '$CITUS_DIR', $(node_port "$mfrom"), '$CITUS_DIR', $(node_port "$mto"), shard_transfer_mode => 'block_writes')" >"$WORK/move.log" 2>&1
 ok "the shard of mq moves from $mfrom to $mto under load" "$?:$(qnode mq)" "0:$mto"
+ok "  $mfrom's scheduler frees its kept plans of the shard that moved away" \
+	"$(until_eq 20 t eval "grep -q 'freed [0-9]* kept plans of shards of schedq.task no longer placed on this node' '$CITUS_DIR/$mfrom.log' && echo t")" t
 p0=$(promoted "$mto")
 q coord "UPDATE schedq.task SET run_at = now() WHERE queue = 'mq' AND status = 'pending' AND lock_key IS NULL" >/dev/null
 ok "the 150 tasks of mq are done, after the move, each once" \
@@ -773,6 +825,28 @@ ok "  once it ends, the ticks go on" \
 	"$(until_eq 30 t q coord "SELECT skipped > $skipped FROM schedq.periodic WHERE name = 'held'")" t
 q coord "SELECT schedq.unschedule('held')" >/dev/null
 
+# Two schedule calls creating one new name at once: the second waits for
+# the first's transaction, then fails with 23505 and changes nothing
+# (while the first is open, the periodic pass times out, as above).
+session_open coord
+session_q "BEGIN" >/dev/null
+session_q "SELECT schedq.schedule('twice', '0 0 1 1 *', 'first', queue => 'p2x')" >/dev/null
+sqlstate coord "SELECT schedq.schedule('twice', '0 0 1 1 *', 'second', queue => 'p2x')" >"$WORK/twice.out" &
+second=$!
+# (it waits on a lock on the node of the first placement it writes)
+locked()
+{
+	for n in $CITUS_NODES; do q "$n" "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"; done |
+		awk '{ s += $1 } END { print (s > 0) ? "yes" : "no" }'
+}
+until_eq 10 yes locked >/dev/null
+session_q "COMMIT" >/dev/null
+wait "$second"
+ok "two schedule calls creating one name at once: the second fails with 23505, the first's schedule stands" \
+	"$(cat "$WORK/twice.out") $(q w1 "SELECT kind FROM schedq.periodic WHERE name = 'twice'")" "23505 first"
+session_close
+q coord "SELECT schedq.unschedule('twice')" >/dev/null
+
 # 4e. SQL tasks: the SQL executors of each node run the SQL tasks of the
 # shards placed there, as their owner (by that node's OID for the role),
 # once each; submit_sql runs on the queue's node, and one routed from a
@@ -781,7 +855,7 @@ q coord "SELECT schedq.unschedule('held')" >/dev/null
 q coord "CREATE TABLE public.sq_log (who text, tag text); SELECT create_reference_table('public.sq_log');
 	GRANT SELECT, INSERT ON public.sq_log TO schedq_app;
 	GRANT EXECUTE ON FUNCTION schedq.submit_sql, schedq.schedule_sql TO schedq_app" >/dev/null
-sq1= sq2=
+sq1='' sq2=''
 for i in $(seq 1 40); do
 	case "$(qnode "sq$i")" in
 	w1) [ -z "$sq1" ] && sq1=sq$i ;;
