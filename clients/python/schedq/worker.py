@@ -8,6 +8,9 @@ are reported at once (schedq.fail). When there is nothing to claim the
 loop waits in schedq.await_task, holding nothing. Heartbeats go out
 every third of the lease for every running task, in one statement, on a
 second connection, which also carries progress reports and failures.
+A claimed batch's handlers start one after another in one handler
+thread; a watchdog hands the rest of the batch to other threads once a
+handler has run longer than HANDOFF.
 """
 
 from __future__ import annotations
@@ -101,6 +104,36 @@ class Task:
 
 
 Handler = Callable[[Task], Any]
+
+# How long a handler runs before the rest of its batch goes to other
+# handler slots (Pool._watchdog).
+HANDOFF = 0.001
+
+
+class _Batch:
+    """The tasks of one claim. A handler slot starts them one after
+    another, which costs short handlers least (no thread switch a task);
+    once one runs longer than HANDOFF, the watchdog hands the batch to
+    other slots as well, which take its remaining tasks."""
+
+    def __init__(self, tasks: List[Task]) -> None:
+        self.tasks = tasks
+        self.next = 0  # the next task not yet started
+        self.since = 0.0  # when the last task taken started
+        self.shared = False  # handed to other slots
+        self.lock = threading.Lock()
+
+    def take(self) -> Optional[Task]:
+        with self.lock:
+            if self.next >= len(self.tasks):
+                return None
+            self.next += 1
+            self.since = time.monotonic()
+            return self.tasks[self.next - 1]
+
+    def left(self) -> int:
+        with self.lock:
+            return len(self.tasks) - self.next
 
 
 def reason(error: BaseException) -> str:
@@ -199,7 +232,9 @@ class Pool:
         self._busy = 0  # handler slots in use
         self._running: Dict[str, Task] = {}  # claimed and not yet reported
         self._done: List[Tuple[Task, Any]] = []  # successes not yet committed
-        self._work: "queue_mod.SimpleQueue[Optional[Task]]" = queue_mod.SimpleQueue()
+        self._work: "queue_mod.SimpleQueue[Optional[_Batch]]" = queue_mod.SimpleQueue()
+        self._watch = threading.Condition()  # the watchdog's
+        self._batches: List[_Batch] = []  # batches with more than one task, for the watchdog
         self._waiting: Optional[psycopg.Connection[Any]] = None  # in await_task
         self._woken = False
         self._aux = _Aux(self)
@@ -290,6 +325,8 @@ class Pool:
             t.start()
         beat = threading.Thread(target=self._heartbeats, daemon=True, name="schedq-heartbeat")
         beat.start()
+        watchdog = threading.Thread(target=self._watchdog, daemon=True, name="schedq-watchdog")
+        watchdog.start()
         try:
             self._main()
         finally:
@@ -299,8 +336,11 @@ class Pool:
             if not self._hard.is_set():
                 for t in threads:
                     t.join()
-            self._hard.set()  # the heartbeats end
+            self._hard.set()  # the heartbeats and the watchdog end
+            with self._watch:
+                self._watch.notify_all()
             beat.join(timeout=5)
+            watchdog.join(timeout=5)
             self._aux.close()
         with self._cond:
             left = len(self._running)
@@ -448,21 +488,45 @@ class Pool:
 
     def _dispatch(self, rows: List[Tuple[Any, ...]]) -> None:
         tasks = [Task(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], self) for r in rows]
+        if not tasks:
+            return
         with self._cond:
             self._busy += len(tasks)
             for task in tasks:
                 self._running[task.token] = task
-        for task in tasks:
-            self._work.put(task)
+        batch = _Batch(tasks)
+        if len(tasks) > 1:
+            with self._watch:
+                self._batches.append(batch)
+                self._watch.notify()
+        self._work.put(batch)
 
     # --- handler slots
 
     def _slot(self) -> None:
         while True:
-            task = self._work.get()
-            if task is None:
+            batch = self._work.get()
+            if batch is None:
                 return
-            self._run_task(task)
+            task = batch.take()
+            while task is not None:
+                self._run_task(task)
+                task = batch.take()
+
+    def _watchdog(self) -> None:
+        """Hands a batch whose running task has taken longer than HANDOFF
+        to as many other slots as it has tasks left."""
+        with self._watch:
+            while not self._hard.is_set():
+                self._batches = [b for b in self._batches if b.left() > 0 and not b.shared]
+                self._watch.wait(HANDOFF if self._batches else 1.0)
+                now = time.monotonic()
+                for b in self._batches:
+                    left = b.left()
+                    if left > 0 and b.since and now - b.since >= HANDOFF:
+                        b.shared = True
+                        for _ in range(left):
+                            self._work.put(b)
 
     def _run_task(self, task: Task) -> None:
         task._started = time.monotonic()

@@ -51,6 +51,27 @@ def test_each_task_runs_once_under_concurrency(admin: Any, queue: str, start: An
                  " AND (result->>'double')::int = 2 * (payload->>'i')::int", queue) == 300
 
 
+def test_a_slow_handler_hands_its_batch_to_other_slots(admin: Any, queue: str, start: Any) -> None:
+    """A batch's handlers start one after another in one slot only while
+    each is quick: eight handlers that each wait until all eight have
+    started all finish (one after another, the first would wait for
+    ever)."""
+    started = threading.Barrier(8, timeout=20)
+
+    def meet(task: schedq.Task) -> Any:
+        started.wait()
+        return None
+
+    admin.execute(
+        "SELECT schedq.submit_many((SELECT jsonb_agg(jsonb_build_object('kind', 'meet',"
+        " 'queue', %s::text)) FROM generate_series(1, 8)))", (queue,))
+    run = start({"meet": meet}, concurrency=8, batch=8)
+    poll(admin, "SELECT count(*) FROM schedq.task WHERE queue = %s AND status = 'done'", 8,
+         queue)
+    assert run.stop() is True
+    assert statuses(admin, queue) == {"done": 8}
+
+
 def test_retries_and_back_off(admin: Any, queue: str, start: Any) -> None:
     seen: List[int] = []
     at: List[float] = []
