@@ -5,8 +5,6 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
-
 #include "access/detoast.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
