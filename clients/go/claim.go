@@ -103,32 +103,31 @@ func (w *Worker) completeAndClaim(ctx context.Context, l *loop, free int) (int, 
 	return len(jobs), nil
 }
 
-// handoffAfter is how long a handler runs before the rest of its batch
-// is handed to goroutines of their own.
+// handoffAfter is how long a batch's handlers run one after another
+// before the rest of the batch is handed to goroutines of their own.
 const handoffAfter = 100 * time.Microsecond
 
 // runBatch runs the handlers of a batch one after another in one
-// goroutine, which is what short handlers cost least with; a handler
-// still running after handoffAfter hands the jobs not yet started to a
-// goroutine each, so that no handler waits behind a slow one for longer
-// than that.
+// goroutine, which is what short handlers cost least with; once the batch
+// has run for handoffAfter, the jobs not yet started go to a goroutine
+// each, so that no handler waits longer than that behind others.  After
+// Abort, the jobs not yet started are not run.
 func (w *Worker) runBatch(jobs []*Job, ctxs []context.Context, l *loop) {
 	var next atomic.Int32 // the next job not yet started
-	handoff := func() {
-		for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
+	take := func() int {
+		if w.aborted() {
+			return len(jobs)
+		}
+		return int(next.Add(1)) - 1
+	}
+	t := time.AfterFunc(handoffAfter, func() {
+		for i := take(); i < len(jobs); i = take() {
 			go w.runJob(ctxs[i], jobs[i], l.done)
 		}
-	}
-	for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
-		if i == len(jobs)-1 {
-			w.runJob(ctxs[i], jobs[i], l.done)
-			return
-		}
-		t := time.AfterFunc(handoffAfter, handoff)
+	})
+	defer t.Stop()
+	for i := take(); i < len(jobs); i = take() {
 		w.runJob(ctxs[i], jobs[i], l.done)
-		if !t.Stop() {
-			return // handed off
-		}
 	}
 }
 

@@ -141,6 +141,22 @@ await_look(AwaitArgs *args)
 }
 
 /*
+ * Is the shard of the queue's tasks on this node?  In a call bracket: the
+ * caller may not read schedq.task, which Citus's shard lookup checks.
+ */
+static bool
+await_queue_local(Datum queue)
+{
+	SchedqCall call;
+	bool	   local;
+
+	schedq_call_begin(&call);
+	local = schedq_task_citus_queue_local(queue);
+	schedq_call_end(&call);
+	return local;
+}
+
+/*
  * Wait as args ask and return the procedure's row (woken).  Needs a
  * non-atomic context: it commits the transaction it is called in.
  */
@@ -174,7 +190,7 @@ await_run(FunctionCallInfo fcinfo, const char *name, AwaitArgs *args)
 	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect_ext failed");
 	/* wake-ups are one node's: those of the node with the queue's shard */
-	if (args->distributed && !schedq_task_citus_queue_local(args->queue))
+	if (args->distributed && !await_queue_local(args->queue))
 		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				errmsg("on a distributed schedq, %s waits only on the node "
 					   "that holds its queue's tasks",

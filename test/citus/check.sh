@@ -379,6 +379,10 @@ for how in submit routed; do
 	waiter=$!
 	ok "await_queue through the coordinator waits on worker 1, holding no snapshot ($how)" "$(until_eq 20 1 awaiters)" 1
 	if [ $how = submit ]; then
+		ok "  the coordinator's backend it came through keeps its statement's snapshot meanwhile" \
+			"$(q coord "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL schedq.await_queue(''$aq''%' AND backend_xmin IS NOT NULL")" 1
+	fi
+	if [ $how = submit ]; then
 		q coord "SELECT schedq.submit('k', queue => '$aq')" >/dev/null
 	else
 		cpsql coord -At -c "BEGIN" -c "SELECT schedq.submit('k', queue => '$aq')" -c "COMMIT" >/dev/null
@@ -392,6 +396,12 @@ for how in submit routed; do
 	ok "  claim_queue takes the task, which await_queue left available" \
 		"$(q coord "SELECT count(*) FROM schedq.claim_queue('$aq', 'aw')")" 1
 done
+q coord "CREATE ROLE aq_admin LOGIN BYPASSRLS; CREATE ROLE aq_plain LOGIN;
+	GRANT USAGE ON SCHEMA schedq TO aq_admin, aq_plain;
+	GRANT EXECUTE ON PROCEDURE schedq.await_queue TO aq_admin, aq_plain" >/dev/null
+ok "await_queue by an admin role that may not read schedq.task waits; by a role that is not an admin it is refused (0A000)" \
+	"$(cpsql coord -At -U aq_admin -c "CALL schedq.await_queue('$aq', wait => '200 ms')" 2>&1) $(cpsql coord -U aq_plain -v VERBOSITY=verbose -c "CALL schedq.await_queue('$aq', wait => '200 ms')" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p')" \
+	"f 0A000"
 ok "await_queue run on the coordinator (an argument that is not a constant) is refused (0A000)" \
 	"$(sqlstate coord "CALL schedq.await_queue(CASE WHEN random() < 2 THEN '$aq' END, wait => '1s')")" 0A000
 # Key rotation on the cluster, through the coordinator: every node has

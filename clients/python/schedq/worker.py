@@ -9,8 +9,8 @@ loop waits in schedq.await_task, holding nothing. Heartbeats go out
 every third of the lease for every running task, in one statement, on a
 second connection, which also carries progress reports and failures.
 A claimed batch's handlers start one after another in one handler
-thread; a watchdog hands the rest of the batch to other threads once a
-handler has run longer than HANDOFF.
+thread; a watchdog hands the rest of the batch to other threads once the
+batch has run for HANDOFF.
 """
 
 from __future__ import annotations
@@ -105,21 +105,21 @@ class Task:
 
 Handler = Callable[[Task], Any]
 
-# How long a handler runs before the rest of its batch goes to other
-# handler slots (Pool._watchdog).
+# How long a batch's handlers run one after another before the rest of
+# the batch goes to other handler slots (Pool._watchdog).
 HANDOFF = 0.001
 
 
 class _Batch:
     """The tasks of one claim. A handler slot starts them one after
     another, which costs short handlers least (no thread switch a task);
-    once one runs longer than HANDOFF, the watchdog hands the batch to
-    other slots as well, which take its remaining tasks."""
+    once the batch has run for HANDOFF, the watchdog hands it to other
+    slots as well, which take its remaining tasks."""
 
     def __init__(self, tasks: List[Task]) -> None:
         self.tasks = tasks
         self.next = 0  # the next task not yet started
-        self.since = 0.0  # when the last task taken started
+        self.since = 0.0  # when its first task started
         self.shared = False  # handed to other slots
         self.lock = threading.Lock()
 
@@ -127,8 +127,9 @@ class _Batch:
         with self.lock:
             if self.next >= len(self.tasks):
                 return None
+            if self.next == 0:
+                self.since = time.monotonic()
             self.next += 1
-            self.since = time.monotonic()
             return self.tasks[self.next - 1]
 
     def left(self) -> int:
@@ -514,8 +515,8 @@ class Pool:
                 task = batch.take()
 
     def _watchdog(self) -> None:
-        """Hands a batch whose running task has taken longer than HANDOFF
-        to as many other slots as it has tasks left."""
+        """Hands a batch that has run for HANDOFF to as many other slots as
+        it has tasks left."""
         with self._watch:
             while not self._hard.is_set():
                 self._batches = [b for b in self._batches if b.left() > 0 and not b.shared]
