@@ -103,13 +103,6 @@ typedef struct AwaitArgs
 } AwaitArgs;
 
 /*
- * How often await_queue on a distributed schedq looks again without a
- * wake-up, as claim_queue does (api/claim.c): a task made available on
- * its queue's node by other than a submit run there wakes no one.
- */
-#define AWAIT_CITUS_RELOOK_USECS ((int64) 1000000)
-
-/*
  * One look, in the current transaction (the caller commits it): is there
  * a task the caller could claim?  If not, a wake-up this waiter cannot
  * use goes on.
@@ -140,20 +133,15 @@ await_look(AwaitArgs *args)
 	return found;
 }
 
-/*
- * Is the shard of the queue's tasks on this node?  In a call bracket: the
- * caller may not read schedq.task, which Citus's shard lookup checks.
- */
-static bool
-await_queue_local(Datum queue)
+/* Refuse a wait on another node than the queue's (in a call bracket). */
+static void
+await_require_local(Datum queue)
 {
 	SchedqCall call;
-	bool	   local;
 
 	schedq_call_begin(&call);
-	local = schedq_task_citus_queue_local(queue);
+	schedq_task_citus_require_local(queue, "await_queue");
 	schedq_call_end(&call);
-	return local;
 }
 
 /*
@@ -190,13 +178,8 @@ await_run(FunctionCallInfo fcinfo, const char *name, AwaitArgs *args)
 	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect_ext failed");
 	/* wake-ups are one node's: those of the node with the queue's shard */
-	if (args->distributed && !await_queue_local(args->queue))
-		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("on a distributed schedq, %s waits only on the node "
-					   "that holds its queue's tasks",
-					   name),
-				errhint("CALL it through the coordinator, outside a "
-						"transaction block, so that Citus runs it there."));
+	if (args->distributed)
+		await_require_local(args->queue);
 	deadline = GetCurrentTimestamp() + args->wait_us;
 	PG_TRY();
 	{
@@ -217,7 +200,7 @@ await_run(FunctionCallInfo fcinfo, const char *name, AwaitArgs *args)
 				break;
 			if (args->distributed)
 				until = Min(deadline,
-							GetCurrentTimestamp() + AWAIT_CITUS_RELOOK_USECS);
+							GetCurrentTimestamp() + SCHEDQ_CITUS_RELOOK_USECS);
 			if (!schedq_wake_sleep(until, SCHEDQ_WAIT_EVENT("SchedqAwait")) &&
 				GetCurrentTimestamp() >= deadline)
 				break;

@@ -336,14 +336,6 @@ schedq_claim(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/*
- * How often a waiting claim_queue on a distributed schedq looks again
- * without a wake-up: a task made available on its queue's node by other
- * than a submit run there (a submit routed from a transaction block on the
- * coordinator) wakes no one on that node.
- */
-#define CLAIM_CITUS_RELOOK_USECS ((int64) 1000000)
-
 PG_FUNCTION_INFO_V1(schedq_claim_queue);
 
 /*
@@ -380,15 +372,8 @@ schedq_claim_queue(PG_FUNCTION_ARGS)
 	if (args.wait_us > 0 && schedq_task_distributed())
 	{
 		/* wake-ups are one node's: those of the node with the queue's shard */
-		if (!schedq_task_citus_queue_local(queue))
-			ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					errmsg("on a distributed schedq, claim_queue waits only on "
-						   "the node that holds its queue's tasks"),
-					errhint(
-						"Call it through the coordinator outside a "
-						"transaction block, as a statement of its own, so "
-						"that Citus runs it there; or claim without wait."));
-		args.relook_us = CLAIM_CITUS_RELOOK_USECS;
+		schedq_task_citus_require_local(queue, "claim_queue");
+		args.relook_us = SCHEDQ_CITUS_RELOOK_USECS;
 	}
 	claim_run(&args);
 	schedq_call_end(&call);

@@ -332,11 +332,23 @@ static SchedqQuery citus_queue_local = SCHEDQ_QUERY(
 	" AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
 	TEXTOID);
 
-bool
-schedq_task_citus_queue_local(Datum queue)
+/*
+ * Refuse (0A000) a wait of `call` (claim_queue, await_queue) for this
+ * queue unless its shard is on this node, where its wake-ups are.  Inside
+ * a call bracket: Citus's lookup wants SELECT on schedq.task.
+ */
+void
+schedq_task_citus_require_local(Datum queue, const char *call)
 {
 	Datum values[1] = { queue };
 
-	return schedq_plan_run(&citus_queue_local, values, NULL, 1, SPI_OK_SELECT) >
-		   0;
+	if (schedq_plan_run(&citus_queue_local, values, NULL, 1, SPI_OK_SELECT) ==
+		0)
+		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("on a distributed schedq, %s waits only on the node "
+					   "that holds its queue's tasks",
+					   call),
+				errhint("Call it through the coordinator, outside a "
+						"transaction block and as a statement of its own, so "
+						"that Citus runs it there."));
 }

@@ -18,6 +18,14 @@ extern bool	 schedq_task_citus_complete(int64 task_id, int32 attempt,
 extern char *schedq_task_citus_queue_of(int64 task_id, int32 attempt,
 										int64 nonce);
 extern char *schedq_task_citus_queue_of_task(int64 task_id);
-extern bool	 schedq_task_citus_queue_local(Datum queue);
+extern void	 schedq_task_citus_require_local(Datum queue, const char *call);
+
+/*
+ * How often a wait on a distributed schedq looks again without a wake-up:
+ * a task made available on its queue's node by other than a submit run
+ * there (a submit routed from a transaction block on the coordinator, a
+ * tick, a retry) wakes no one on that node.
+ */
+#define SCHEDQ_CITUS_RELOOK_USECS ((int64) 1000000)
 
 #endif /* SCHEDQ_TASK_CITUS_H */
