@@ -193,6 +193,11 @@ run_entry()
 	while IFS= read -r line; do
 		SUMMARY+=("    $line")
 	done < <(grep -E '^(regress|isolation|tap):.*failed: ' "$log" | sed -E 's/^([a-z]+):.*failed: /\1 failed: /')
+	# and which TAP checks, with their diagnostics (the first 40 lines)
+	while IFS= read -r line; do
+		SUMMARY+=("      $line")
+	done < <(awk '/^not ok [0-9]+/ && !/# *TODO/ { keep = 8; print; next }
+		keep > 0 && /^#/ { keep--; print; next } { keep = 0 }' "$log" | head -n 40)
 }
 
 run_habit()

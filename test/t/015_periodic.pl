@@ -6,7 +6,8 @@
 #	      fires every second: distinct run_at values, each a whole second,
 #	      consecutive ticks 1 s apart from the first tick after the
 #	      schedule was made, none missing or skipped, each task created
-#	      within 200 ms of its run_at.  promote_interval is 10 s here, so
+#	      within 500 ms of its run_at (a few ms is usual; the bound leaves
+#	      room for a slow machine).  promote_interval is 10 s here, so
 #	      only the scheduler sleeping until the next tick explains that.
 #	  (b) a schedule whose task is never finished fires once, then skips
 #	      (skipped and the periodic_skipped_overlap metric grow, one live
@@ -46,7 +47,7 @@ use Test::More;
 use SchedqTest;
 use Time::HiRes qw(time usleep);
 
-my $max_lateness = 0.2;
+my $max_lateness = 0.5;
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
@@ -167,7 +168,7 @@ ok($first == $t_sched0 + 1 || $first == $t_sched1 + 1,
   or diag "first tick $first, schedule made in second $t_sched0..$t_sched1";
 ok($min_late >= 0, '(a) no task was made before its tick');
 ok($max_late < $max_lateness * 1000,
-	"(a) every task was made within 200 ms of its tick (max $max_late ms)")
+	"(a) every task was made within $max_lateness s of its tick (max $max_late ms)")
   or diag $node->safe_psql('postgres', "SELECT * FROM ($a_tasks) t ORDER BY run_at");
 
 # (b): one live task, fired once, the skips counted.
