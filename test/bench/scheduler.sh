@@ -641,6 +641,16 @@ drain() {
 	R[drain_done:$name]=$(psql_q -c "SELECT count(*) FILTER (WHERE status = 'done') || ' of ' || count(*) FROM schedq.task")
 }
 
+# scheduler_cpu: the CPU seconds (user + system) the scheduler of $DB has
+# used, from /proc; "-" when it is not running
+scheduler_cpu() {
+	local pid
+	pid=$(psql_q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'schedq scheduler' AND datname = current_database()")
+	[[ -n $pid && -r /proc/$pid/stat ]] || { echo -; return; }
+	# fields 14 and 15 counted after the ") " that ends the command name
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' "/proc/$pid/stat"
+}
+
 # gated_run NAME ORDER VERSIONS: LOCK_KEYS keys x VERSIONS versions, each
 # task also under concurrency key 'c' || (key % CONC_KEYS), submitted with
 # the live scheduler running, in ORDER "version" (every key's version 1,
@@ -648,7 +658,7 @@ drain() {
 # key 1, ...); wait until the scheduler has judged every task, drain, check
 # lock order and concurrency limits.
 gated_run() {
-	local name=$1 order=$2 versions=$3 n k v t0 t1 t2 left i
+	local name=$1 order=$2 versions=$3 n k v t0 t1 t2 left i cpu0
 	n=$((LOCK_KEYS * versions))
 	if [[ $order == version ]]; then
 		k="(g % $LOCK_KEYS)" v="(g / $LOCK_KEYS + 1)"
@@ -674,7 +684,12 @@ gated_run() {
 	log "$name: submitted $n tasks in $(printf '%.1f' "${R[submit_s:$name]}") s; the scheduler settled $(printf '%.2f' "${R[settle_s:$name]}") s later: ${R[initial:$name]}"
 	psql_q -c "VACUUM (ANALYZE) schedq.task" >/dev/null
 	((!PROFILE)) || track_statements all
+	cpu0=$(scheduler_cpu)
 	drain "$name" sample
+	# the scheduler's CPU time over the drain, as a share of its wall time
+	# (the workers' idle tail after the last task costs it next to nothing)
+	R[schedcpu:$name]=$(awk -v a="$cpu0" -v b="$(scheduler_cpu)" -v s="${R[drain_s:$name]}" \
+		'BEGIN { if (a == "-" || b == "-" || s <= 0) print "-"; else printf "%.0f %%", 100 * (b - a) / s }')
 	if ((PROFILE)); then
 		track_statements none
 		R[profile:$name]=$(psql_q -F' ' -c "
@@ -702,7 +717,7 @@ gated_run() {
 		          UNION ALL
 		          SELECT concurrency_key, finished_at, -1 FROM schedq.task
 		           WHERE kind = 'gated' AND finished_at IS NOT NULL) AS e) AS s")
-	log "$name: ${R[drain_done:$name]} done in ${R[drain_s:$name]} s ($(rate "$n" "${R[drain_s:$name]}") tasks/s); available+running sampled: mean/min/max ${R[active:$name]} (at most $MAX_ACTIVE allowed); lock-order violations ${R[lockviol:$name]}; most running under one concurrency key ${R[maxrun:$name]} (limit $CONC_LIMIT)"
+	log "$name: ${R[drain_done:$name]} done in ${R[drain_s:$name]} s ($(rate "$n" "${R[drain_s:$name]}") tasks/s); scheduler on the CPU ${R[schedcpu:$name]} of it; available+running sampled: mean/min/max ${R[active:$name]} (at most $MAX_ACTIVE allowed); lock-order violations ${R[lockviol:$name]}; most running under one concurrency key ${R[maxrun:$name]} (limit $CONC_LIMIT)"
 	[[ ${R[drain_done:$name]} == "$n of $n" ]] || problem "$name drain: only ${R[drain_done:$name]} tasks done when the workers stopped"
 	[[ ${R[lockviol:$name]} -eq 0 ]] || problem "$name drain: ${R[lockviol:$name]} tasks ran out of version order or overlapping their predecessor"
 	[[ ${R[maxrun:$name]} -le $CONC_LIMIT ]] || problem "$name drain: ${R[maxrun:$name]} tasks of one concurrency key ran at once (limit $CONC_LIMIT)"
@@ -988,7 +1003,8 @@ report() {
 			[[ -n ${R[drain_s:$k]:-} ]] || continue
 			echo "      $k: submitted ${R[n:$k]} in $(f1 "${R[submit_s:$k]}") s (submit_many of 10000, 1 session); every task judged $(printf '%.2f' "${R[settle_s:$k]}") s"
 			echo "        after the last submit; active mean/min/max ${R[active:$k]// //}; lock-order violations ${R[lockviol:$k]};"
-			echo "        most running at once under one concurrency key ${R[maxrun:$k]} (limit $CONC_LIMIT)"
+			echo "        most running at once under one concurrency key ${R[maxrun:$k]} (limit $CONC_LIMIT); the scheduler on the CPU"
+			echo "        ${R[schedcpu:$k]:--} of the drain (its passes run one at a time: at 100 % they are the ceiling)"
 		done
 		echo "      (version-major: all keys' version 1, then all keys' version 2, ...; key-major: all versions of"
 		echo "      one key, then the next key's)"
