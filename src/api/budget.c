@@ -6,7 +6,8 @@
  * the tasks claimed against it, optionally per period.  claim admits a
  * task against its budgets (store/budgets.c); a change of the budgets
  * moves the budgets generation, and every backend asks again whether
- * there are any.
+ * there are any (on a distributed schedq, where schedq.budget is a
+ * reference table, every claim asks).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -24,7 +25,6 @@
 #include "shared/plan.h"
 #include "shared/wake.h"
 #include "shared/commit.h"
-#include "store/task.h"
 
 static SchedqQuery q_set = SCHEDQ_QUERY(
 	"INSERT INTO schedq.budget AS b (name, hard_limit, period, period_start)"
@@ -86,13 +86,6 @@ schedq_set_budget(PG_FUNCTION_ARGS)
 	}
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = NumericGetDatum(limit);
-	schedq_task_refuse_distributed(
-		"schedq.set_budget",
-		"A claim would charge the budget in a reference table, which Citus "
-		"changes in a prepared transaction on every node; claims are "
-		"refused while any budget exists.",
-		"Limit the work with schedq.set_concurrency_limit instead.");
-
 	schedq_call_begin(&call);
 	schedq_plan_run(&q_set, values, nulls, 0, SPI_OK_INSERT);
 	schedq_call_end(&call);

@@ -77,7 +77,8 @@ plan_prepare(const char *sql, const SchedqQuery *query)
 {
 	SPIPlanPtr plan =
 		SPI_prepare_cursor(sql, query->nargs, (Oid *) query->argtypes,
-						   CURSOR_OPT_GENERIC_PLAN);
+						   query->custom ? CURSOR_OPT_CUSTOM_PLAN :
+										   CURSOR_OPT_GENERIC_PLAN);
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s",

@@ -17,17 +17,28 @@ typedef struct SchedqQuery
 	const char *sql;
 	int			nargs;
 	const Oid  *argtypes;
-	SPIPlanPtr	plan; /* NULL until first used */
+	SPIPlanPtr	plan;	/* NULL until first used */
+	bool		custom; /* planned again for each run, with its values */
 } SchedqQuery;
 
 #define SCHEDQ_QUERY(sql, ...)                                                 \
 	{                                                                          \
 		(sql), lengthof(((const Oid[]){ __VA_ARGS__ })),                       \
-			(const Oid[]){ __VA_ARGS__ }, NULL                                 \
+			(const Oid[]){ __VA_ARGS__ }, NULL, false                          \
+	}
+/*
+ * A query whose plan is made for each run with the values of that run:
+ * Citus plans a statement on a shard that also reads a reference table
+ * only so (its generic plan fails: "could not create distributed plan").
+ */
+#define SCHEDQ_QUERY_CUSTOM(sql, ...)                                          \
+	{                                                                          \
+		(sql), lengthof(((const Oid[]){ __VA_ARGS__ })),                       \
+			(const Oid[]){ __VA_ARGS__ }, NULL, true                           \
 	}
 #define SCHEDQ_QUERY0(sql)                                                     \
 	{                                                                          \
-		(sql), 0, NULL, NULL                                                   \
+		(sql), 0, NULL, NULL, false                                            \
 	}
 
 extern int schedq_plan_run(SchedqQuery *query, Datum *values, const char *nulls,

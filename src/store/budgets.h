@@ -8,7 +8,7 @@
 
 #include "postgres.h"
 
-extern bool schedq_budgets_any(void);
-extern bool schedq_budgets_admit(Datum budgets, Datum cost);
+extern bool schedq_budgets_any(bool cluster);
+extern bool schedq_budgets_admit(Datum budgets, Datum cost, bool cluster);
 
 #endif /* SCHEDQ_BUDGETS_H */

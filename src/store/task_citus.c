@@ -15,9 +15,10 @@
  *	- a claim over several queues or every queue;
  *	- a claim by a role that is not an admin (BYPASSRLS): owners are role
  *	  OIDs, which differ from node to node, so the owner test and work
- *	  grants cannot be evaluated on the shard's node;
- *	- a claim while budgets exist: charging one would change a reference
- *	  table, in a prepared transaction schedq refuses.
+ *	  grants cannot be evaluated on the shard's node.
+ * While budgets exist, the candidates are those whose budgets have room,
+ * and each is admitted as on one server, in statements Citus plans
+ * (store/budgets.c): its charge is a change of a reference table.
  * The claim floor is a single server's (a submit on another node does
  * not lower it): this claim starts at the beginning of its queue.
  *-------------------------------------------------------------------------
@@ -26,10 +27,12 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "base/check.h"
+#include "shared/metrics.h"
 #include "shared/plan.h"
 #include "store/budgets.h"
 #include "store/task.h"
@@ -50,13 +53,23 @@ static SchedqQuery citus_paused =
  * $5 lease, $6 the clock, $7 the nonce, $8 and $9 the task's lease
  * expiry and deadline.
  */
-static SchedqQuery citus_candidates =
-	SCHEDQ_QUERY("SELECT t.id, t.timeout FROM schedq.task t"
-				 " WHERE t.queue = $1 AND t.status = 'available'"
-				 " AND (t.required_caps = '{}' OR t.required_caps <@ $3)"
-				 " ORDER BY -(t.priority::bigint), t.run_at, t.id"
-				 " LIMIT $2 FOR UPDATE OF t SKIP LOCKED",
-				 TEXTOID, INT4OID, TEXTARRAYOID);
+#define CITUS_CANDIDATES(query, budget_filter)                                 \
+	query(                                                                     \
+		"SELECT t.id, t.timeout, t.budgets, t.cost FROM schedq.task t"         \
+		" WHERE t.queue = $1 AND t.status = 'available'"                       \
+		" AND (t.required_caps = '{}' OR t.required_caps <@ $3)" budget_filter \
+		" ORDER BY -(t.priority::bigint), t.run_at, t.id"                      \
+		" LIMIT $2 FOR UPDATE OF t SKIP LOCKED",                               \
+		TEXTOID, INT4OID, TEXTARRAYOID)
+
+/*
+ * [with room]: only tasks whose budgets have room, a read of the reference
+ * table schedq.budget that Citus plans only with the values
+ */
+static SchedqQuery citus_candidates[2] = {
+	CITUS_CANDIDATES(SCHEDQ_QUERY, ""),
+	CITUS_CANDIDATES(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+};
 
 /*
  * Take one candidate: $2 its id, $8 and $9 its lease expiry and deadline,
@@ -147,50 +160,46 @@ citus_claim_queue(const SchedqClaimRequest *r)
 					   "with BYPASSRLS) may claim"),
 				errdetail("A task's owner is a role OID, which differs from "
 						  "node to node."));
-	if (schedq_budgets_any())
-		ereport(ERROR, errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("on a distributed schedq, claims are refused while "
-					   "budgets exist"),
-				errhint("Drop the budgets (schedq.budget) to claim."));
 	return array_get_element(PointerGetDatum(r->queues), 1, (int[]){ 1 }, -1,
 							 -1, false, TYPALIGN_INT, &isnull);
 }
 
 /*
- * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
- * refuses (0A000) what Citus cannot route.  Returns how many.
+ * Take what the candidates statement found (the last SPI result) into
+ * rows[*taken..], admitting each task with budgets (when any exist);
+ * values and nulls hold $1 to $7 of citus_take.  with_room: the
+ * candidates had room, so a task refused now lost it to another claim.
+ * Returns whether a task was passed over for want of room.
  */
-int
-schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+static bool
+citus_take_found(Datum *values, char *nulls, bool budgets, bool with_room,
+				 const SchedqClaimRequest *r, SchedqClaimed *rows, int *taken)
 {
-	Datum		   values[9];
-	char		   nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
-	SPITupleTable *cand;
-	bool		   isnull;
-	int			   found;
-	int			   taken = 0;
+	SPITupleTable *cand = SPI_tuptable;
+	int			   found = (int) SPI_processed;
+	bool		   passed = false;
 
-	values[0] = citus_claim_queue(r);
-	if (schedq_plan_run(&citus_paused, values, nulls, 1, SPI_OK_SELECT) > 0)
-		return 0;
-	values[1] = Int32GetDatum(r->n);
-	values[2] = PointerGetDatum(r->caps);
-	found = schedq_plan_run(&citus_candidates, values, nulls, 0, SPI_OK_SELECT);
-	if (found == 0)
-		return 0;
-	cand = SPI_tuptable;
-	values[3] = r->worker;
-	nulls[3] = r->worker == (Datum) 0 ? 'n' : ' ';
-	values[4] = PointerGetDatum(r->lease);
-	values[5] = TimestampTzGetDatum(r->now);
-	values[6] = Int64GetDatum(r->nonce);
 	for (int i = 0; i < found; i++)
 	{
+		bool  isnull;
 		bool  no_timeout;
 		Datum timeout =
 			SPI_getbinval(cand->vals[i], cand->tupdesc, 2, &no_timeout);
+		ArrayType *task_budgets = DatumGetArrayTypeP(
+			SPI_getbinval(cand->vals[i], cand->tupdesc, 3, &isnull));
 		TimestampTz end = citus_plus(r->now, PointerGetDatum(r->lease));
 
+		if (budgets && ARR_NDIM(task_budgets) > 0 &&
+			!schedq_budgets_admit(PointerGetDatum(task_budgets),
+								  SPI_getbinval(cand->vals[i], cand->tupdesc, 4,
+												&isnull),
+								  true))
+		{
+			if (with_room)
+				schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);
+			passed = true;
+			continue;
+		}
 		values[1] = SPI_getbinval(cand->vals[i], cand->tupdesc, 1, &isnull);
 		values[8] = (Datum) 0;
 		nulls[8] = no_timeout ? 'n' : ' ';
@@ -206,8 +215,47 @@ schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 							SPI_OK_UPDATE_RETURNING) != 1)
 			elog(ERROR, "claimed task " INT64_FORMAT " but could not take it",
 				 DatumGetInt64(values[1]));
-		schedq_task_claim_rows_from_spi(1, &rows[taken]);
-		citus_remember(&rows[taken++], r->nonce);
+		schedq_task_claim_rows_from_spi(1, &rows[*taken]);
+		citus_remember(&rows[(*taken)++], r->nonce);
+	}
+	return passed;
+}
+
+/*
+ * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
+ * refuses (0A000) what Citus cannot route.  Returns how many.
+ *
+ * While budgets exist, the candidates are first read as without them
+ * (the kept plan) and each task with budgets admitted; only when one was
+ * passed over for want of room are they read again, this time only those
+ * whose budgets have room (planned with the values: the slower read),
+ * so that such a task holds back none behind it.
+ */
+int
+schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+{
+	Datum values[9];
+	char  nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
+	bool  budgets = schedq_budgets_any(true);
+	int	  taken = 0;
+
+	values[0] = citus_claim_queue(r);
+	if (schedq_plan_run(&citus_paused, values, nulls, 1, SPI_OK_SELECT) > 0)
+		return 0;
+	values[2] = PointerGetDatum(r->caps);
+	values[3] = r->worker;
+	nulls[3] = r->worker == (Datum) 0 ? 'n' : ' ';
+	values[4] = PointerGetDatum(r->lease);
+	values[5] = TimestampTzGetDatum(r->now);
+	values[6] = Int64GetDatum(r->nonce);
+	for (int with_room = 0; with_room <= 1 && taken < r->n; with_room++)
+	{
+		values[1] = Int32GetDatum(r->n - taken);
+		if (schedq_plan_run(&citus_candidates[with_room], values, nulls, 0,
+							SPI_OK_SELECT) == 0 ||
+			!citus_take_found(values, nulls, budgets, with_room, r, rows,
+							  &taken))
+			break;
 	}
 	return taken;
 }
@@ -218,12 +266,18 @@ schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
  * locked FOR KEY SHARE, as schedq_task_claim_look does, and refused as a
  * claim would be.  $1 queue, $2 caps.
  */
-static SchedqQuery citus_look =
-	SCHEDQ_QUERY("SELECT FROM schedq.task t"
-				 " WHERE t.queue = $1 AND t.status = 'available'"
-				 " AND (t.required_caps = '{}' OR t.required_caps <@ $2)"
-				 " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",
-				 TEXTOID, TEXTARRAYOID);
+#define CITUS_LOOK(query, budget_filter)                                       \
+	query(                                                                     \
+		"SELECT FROM schedq.task t"                                            \
+		" WHERE t.queue = $1 AND t.status = 'available'"                       \
+		" AND (t.required_caps = '{}' OR t.required_caps <@ $2)" budget_filter \
+		" LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",                             \
+		TEXTOID, TEXTARRAYOID)
+
+static SchedqQuery citus_look[2] = {
+	CITUS_LOOK(SCHEDQ_QUERY, ""),
+	CITUS_LOOK(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+};
 
 bool
 schedq_task_citus_look(const SchedqClaimRequest *r)
@@ -234,7 +288,8 @@ schedq_task_citus_look(const SchedqClaimRequest *r)
 	if (schedq_plan_run(&citus_paused, values, NULL, 1, SPI_OK_SELECT) > 0)
 		return false;
 	values[1] = PointerGetDatum(r->caps);
-	return schedq_plan_run(&citus_look, values, NULL, 1, SPI_OK_SELECT) > 0;
+	return schedq_plan_run(&citus_look[schedq_budgets_any(true) ? 1 : 0],
+						   values, NULL, 1, SPI_OK_SELECT) > 0;
 }
 
 /*

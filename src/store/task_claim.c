@@ -92,12 +92,6 @@
 	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
 	"                 WHERE q.name = t.queue AND q.paused)"
 
-#define CLAIM_BUDGET_FILTER                                                      \
-	" AND (t.budgets = '{}' OR NOT EXISTS ("                                     \
-	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"              \
-	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END" \
-	"       + t.cost > b.hard_limit))"
-
 /*
  * The claim rule: the tasks of schedq.task t a claim may take, from the
  * claim floor on, in claim order.  Its C twin is claim_rule_holds.
@@ -130,7 +124,7 @@
 
 #define CLAIM_BUDGETED(queue_filter)                                           \
 	SCHEDQ_QUERY(CLAIM_CANDIDATES(queue_filter, CLAIM_NOT_PAUSED,              \
-								  CLAIM_BUDGET_FILTER),                        \
+								  TASK_BUDGET_ROOM_SQL),                       \
 				 CLAIM_TYPES)
 
 static SchedqQuery claim_candidates[CLAIM_NUM_FILTERS] = {
@@ -184,7 +178,7 @@ static SchedqQuery claim_statement[2][CLAIM_NUM_FILTERS] = {
 	SCHEDQ_QUERY(                                                              \
 		"SELECT FROM schedq.task t" CLAIM_RULE(                                \
 			queue_filter, CLAIM_NOT_PAUSED,                                    \
-			CLAIM_BUDGET_FILTER) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",    \
+			TASK_BUDGET_ROOM_SQL) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",   \
 		CLAIM_TYPES)
 
 static SchedqQuery claim_look[CLAIM_NUM_FILTERS] = {
@@ -208,7 +202,7 @@ static SchedqQuery claim_still_there =
 				 " WHERE t.status = 'available'"
 				 " AND -(t.priority::bigint) = $1 AND t.run_at = $2"
 				 " AND t.id >= $3 AND hashtext(t.queue) = $4" CLAIM_NOT_PAUSED
-					 CLAIM_BUDGET_FILTER " LIMIT 1",
+					 TASK_BUDGET_ROOM_SQL " LIMIT 1",
 				 INT8OID, TIMESTAMPTZOID, INT8OID, INT4OID);
 
 /*
@@ -221,7 +215,7 @@ static SchedqQuery claim_sql_ready =
 	SCHEDQ_QUERY("SELECT count(*) FROM (SELECT FROM schedq.task t"
 				 " WHERE t.status = 'available'" CLAIM_SQL_ONLY_READY
 				 " AND t.required_caps <@ ARRAY['" TASK_SQL
-				 "']" CLAIM_NOT_PAUSED CLAIM_BUDGET_FILTER " LIMIT $1) s",
+				 "']" CLAIM_NOT_PAUSED TASK_BUDGET_ROOM_SQL " LIMIT $1) s",
 				 INT4OID, INT8ARRAYOID);
 
 /*
@@ -605,12 +599,12 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 	 */
 	bool on_shard = schedq_plan_shard() != 0;
 
-	if (!on_shard && !schedq_budgets_any() && !schedq_queues_any_paused() &&
-		(taken = claim_direct(r, rows)) >= 0)
+	if (!on_shard && !schedq_budgets_any(false) &&
+		!schedq_queues_any_paused() && (taken = claim_direct(r, rows)) >= 0)
 		return taken;
 
 	claim_params(r, values, nulls);
-	if (!on_shard && !schedq_budgets_any())
+	if (!on_shard && !schedq_budgets_any(false))
 	{
 		int paused = schedq_queues_any_paused() ? 1 : 0;
 
@@ -632,9 +626,11 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 		ArrayType *arr = DatumGetArrayTypeP(budgets);
 
 		if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0 &&
-			!schedq_budgets_admit(budgets, SPI_getbinval(candidates->vals[i],
-														 candidates->tupdesc, 3,
-														 &isnull)))
+			!schedq_budgets_admit(budgets,
+								  SPI_getbinval(candidates->vals[i],
+												candidates->tupdesc, 3,
+												&isnull),
+								  on_shard))
 		{
 			/* Another claim used the room between our look and our lock. */
 			schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);

@@ -29,8 +29,11 @@
 #	    dedup check per queue, a gated task pending), submit with a
 #	    dedup_key (one live task per key and queue, also from eight
 #	    sessions at once), submit_many over queues of both workers; the
-#	    calls a cluster cannot serve refused (0A000: await_task,
-#	    set_budget) before they change anything;
+#	    calls a cluster cannot serve refused (0A000: await_task) before
+#	    they change anything; budgets: set through the coordinator,
+#	    charged by claims on every node, none over its limit under 16
+#	    clients, tasks without room passed over, two budgets charged
+#	    both or neither, a period's refill, SQL tasks' budgets;
 #	    4. schedq's own scheduler on every node, over the shards placed
 #	       there: the reapers take back expired leases (the restart's and
 #	       five abandoned claims), each once; a back-off and a delay come
@@ -588,9 +591,49 @@ ok "  in the shards of both workers" \
 ok "schedq.await_task is refused on the cluster (0A000, by schedq): wait with claim_queue" \
 	"$(sqlstate coord "CALL schedq.await_task(queues => '{q1}', wait => '10 ms')") $(sqlstate w1 "CALL schedq.await_task(wait => '10 ms')") $(cpsql coord -c "CALL schedq.await_task(wait => '10 ms')" 2>&1 | grep -c 'await_task is not supported on a distributed schedq')" \
 	"0A000 0A000 1"
-ok "schedq.set_budget is refused on the cluster (0A000), and claims still work" \
-	"$(sqlstate coord "SELECT schedq.set_budget('b', 10)") $(q coord "SELECT count(*) FROM schedq.budget") $(sqlstate coord "SELECT schedq.claim('w', queues => '{nothing}')")" \
-	"0A000 0 none"
+
+# Budgets: set through the coordinator into the reference table
+# schedq.budget; every claim on the cluster, wherever it runs, charges it
+# there (a change of a reference table: two phases on every node).
+# budget_used NAME: what each node's copy of budget NAME has used.
+budget_used()
+{
+	echo "$(q coord "SELECT used FROM schedq.budget WHERE name = '$1'") $(q w1 "SELECT used FROM schedq.budget WHERE name = '$1'") $(q w2 "SELECT used FROM schedq.budget WHERE name = '$1'")"
+}
+ok "schedq.set_budget on the cluster: the budget on every node" \
+	"$(cpsql coord -c "SELECT schedq.set_budget('bc', 60)" 2>&1 | grep -c ERROR) $(budget_used bc)" "0 0 0 0"
+q coord "SELECT count(schedq.submit('b', queue => 'bq' || (g % 8 + 1), budgets => '{bc}')) FROM generate_series(1, 200) g" >/dev/null
+printf '%s\n' '\set q random(1, 8)' "SELECT count(*) FROM schedq.claim_queue('bq' || :q, 'w', n => 2);" >"$WORK/budget_claim_queue.sql"
+printf '%s\n' '\set q random(1, 8)' "SELECT count(*) FROM schedq.claim('w', queues => ARRAY['bq' || :q]);" >"$WORK/budget_claim.sql"
+pgb -p "$CITUS_PORT" -c 16 -j 2 -T 4 -f "$WORK/budget_claim_queue.sql" -f "$WORK/budget_claim.sql" >"$WORK/budget.log" 2>&1
+echo "#   budgeted claims: $(sed -n 's/^number of transactions actually processed: //p' "$WORK/budget.log") calls, $(grep -c 'aborted in command' "$WORK/budget.log") clients stopped by an error"
+ok "16 clients claim (claim_queue on the queues' nodes, claim through the coordinator) tasks of a budget of 60 over 8 queues: 60 claimed, none over, no error" \
+	"$(q coord "SELECT count(*) FROM schedq.task WHERE queue LIKE 'bq%' AND status = 'running'") $(grep -c 'aborted in command' "$WORK/budget.log")" "60 0"
+ok "  the budget used 60 on every node" "$(budget_used bc)" "60 60 60"
+# A task whose budget has no room holds back none behind it in its queue,
+# and a task of two budgets is charged to both or neither.
+q coord "SELECT schedq.set_budget('bd', 100)" >/dev/null
+q coord "SELECT schedq.submit('full', queue => 'bh', budgets => '{bc}'), schedq.submit('both', queue => 'bh', budgets => '{bd,bc,bd}')" >/dev/null
+q coord "SELECT schedq.submit('free', queue => 'bh'), schedq.submit('one', queue => 'bh', budgets => '{bd,bd}', cost => 3)" >/dev/null
+ok "claim_queue and claim pass over tasks without budget room to the next ones; a task charges each budget once, both or neither" \
+	"$(q coord "SELECT string_agg(t.kind, ',') FROM schedq.claim_queue('bh', 'w') c JOIN schedq.task t ON t.id = c.id") $(q coord "SELECT string_agg(t.kind, ',') FROM schedq.claim('w', queues => '{bh}', n => 3) c JOIN schedq.task t ON t.id = c.id") $(budget_used bd) $(budget_used bc)" \
+	"free one 3 3 3 60 60 60"
+# A budget with a period starts empty again at each boundary.
+q coord "SELECT schedq.set_budget('bp', 1, '1 second')" >/dev/null
+q coord "SELECT count(schedq.submit('p', queue => 'bpq', budgets => '{bp}')) FROM generate_series(1, 3)" >/dev/null
+ok "a budget of 1 a second: one claim now, the next once the second has passed" \
+	"$(q coord "SELECT count(*) FROM schedq.claim_queue('bpq', 'w', n => 3)") $(until_eq 5 1 q coord "SELECT count(*) FROM schedq.claim_queue('bpq', 'w', n => 3)")" "1 1"
+# SQL tasks: the executors of the task's node charge its budget.
+q coord "SELECT schedq.set_budget('bs', 1)" >/dev/null
+q coord "SELECT schedq.submit_sql('SELECT 1', queue => 'bsq', budgets => '{bs}'), schedq.submit_sql('SELECT 2', queue => 'bsq', budgets => '{bs}')" >/dev/null
+ok "SQL tasks of a budget of 1: the executors run one" \
+	"$(until_eq 30 "available done" q coord "SELECT string_agg(status, ' ' ORDER BY status) FROM schedq.task WHERE queue = 'bsq'") $(budget_used bs)" "available done 1 1 1"
+q coord "SELECT schedq.set_budget('bs', 2)" >/dev/null
+ok "  and the other once the budget is raised" \
+	"$(until_eq 30 "done done" q coord "SELECT string_agg(status, ' ' ORDER BY status) FROM schedq.task WHERE queue = 'bsq'") $(budget_used bs)" "done done 2 2 2"
+q coord "DELETE FROM schedq.budget" >/dev/null
+ok "with the budgets gone, claims go on" \
+	"$(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bq1}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')")" "1 1"
 
 # 4. schedq's own scheduler on every node: promotion and the reaper over
 # the shards placed on the node (the coordinator holds none).
@@ -929,18 +972,19 @@ as_user "$CITUS_BINDIR/pg_ctl" -D "$WORK/single" -l "$WORK/single.log" -w start 
 as_user "$CITUS_BINDIR/createdb" -h "$CITUS_DIR" -p "$SINGLE_PORT" schedq
 as_user "$CITUS_BINDIR/psql" -X -q -h "$CITUS_DIR" -p "$SINGLE_PORT" -d schedq -c 'CREATE EXTENSION schedq'
 
-# preload NODE_PORT N: N tasks over the 8 queues, inserted as submit would
-# insert ungated tasks (one statement: submit one by one is slow on Citus).
+# preload NODE_PORT N [BUDGETS]: N tasks over the 8 queues, inserted as
+# submit would insert ungated tasks (one statement: submit one by one is
+# slow on Citus), charging BUDGETS (a text[] literal, default none).
 preload()
 {
 	as_user "$CITUS_BINDIR/psql" -X -q -At -h "$CITUS_DIR" -p "$1" -d schedq \
-		-c "INSERT INTO schedq.task (kind, queue, status, owner)
-		    SELECT 'k', 'q' || (g % 8 + 1), 'available', 'postgres' FROM generate_series(1, $2) g" >/dev/null
+		-c "INSERT INTO schedq.task (kind, queue, status, owner, budgets)
+		    SELECT 'k', 'q' || (g % 8 + 1), 'available', 'postgres', '${3:-{\}}' FROM generate_series(1, $2) g" >/dev/null
 }
 figure()
 {
 	local port=$1 clients=$2 script=$3
-	preload "$port" $((clients * SECONDS_RUN * 100 + 4000))
+	preload "$port" $((clients * SECONDS_RUN * 100 + 4000)) "${4:-}"
 	pgb -p "$port" -c "$clients" -j $((clients < 2 ? 1 : 2)) -T "$SECONDS_RUN" -f "$script" 2>&1 | tps
 }
 echo "#   claim + complete cycles/s, ${SECONDS_RUN}s each (2 shared cores: an overhead figure, not scaling)"
@@ -951,6 +995,13 @@ for c in 1 16; do
 	s=$(figure "$SINGLE_PORT" "$c" "$HERE/schedq_claim_complete.sql")
 	echo "#   | $c | $a | $b | $s |"
 done
+# Budgeted tasks: each claim charges one budget, on every node.
+q coord "DELETE FROM schedq.task WHERE status = 'available'; SELECT schedq.set_budget('fig', 1e15)" >/dev/null
+fb=$(figure "$CITUS_PORT" 16 "$HERE/schedq_claim_complete.sql" '{fig}')
+q coord "DELETE FROM schedq.task WHERE status = 'available'; DELETE FROM schedq.budget" >/dev/null
+fu=$(figure "$CITUS_PORT" 16 "$HERE/schedq_claim_complete.sql")
+echo "#   claim + complete cycles/s, 16 clients, the cluster: each task charging one budget $fb, no budgets $fu"
+ok "budgeted figures measured" "$([ -n "$fb" ] && [ -n "$fu" ] && echo yes)" yes
 lc=$(pgb -p "$CITUS_PORT" -c 1 -T "$SECONDS_RUN" -f "$HERE/submit.sql" 2>&1 | latency)
 ls=$(pgb -p "$SINGLE_PORT" -c 1 -T "$SECONDS_RUN" -f "$HERE/submit.sql" 2>&1 | latency)
 lw=$(pgb -p "$((CITUS_PORT + 1))" -c 1 -T "$SECONDS_RUN" -f "$HERE/submit.sql" 2>&1 | latency)
