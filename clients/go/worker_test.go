@@ -133,6 +133,31 @@ func TestWorkerHandlersRunAtOnce(t *testing.T) {
 	waitFor(t, pool, time.Minute, "8 done", "SELECT count(*) || ' ' || string_agg(DISTINCT status::text, ',') FROM schedq.task WHERE id = ANY($1) AND status IN ('done', 'failed')", ids)
 }
 
+// TestWorkerOutcomeNotHeldBehindSlowHandler: a quick task of a batch is
+// completed while a slow one of the same batch still runs.
+func TestWorkerOutcomeNotHeldBehindSlowHandler(t *testing.T) {
+	pool := newPool(t, "schedq-test")
+	queue, fast, slow := name(t, "q"), name(t, "fast"), name(t, "slow")
+	release := make(chan struct{})
+	quick := submitN(t, pool, 1, fast, queue, nil) // first in claim order
+	long := submitN(t, pool, 1, slow, queue, nil)
+	startWorker(t, name(t, "w"), schedq.WorkerConfig{Queues: []string{queue}, Concurrency: 2},
+		map[string]schedq.Handler{
+			fast: func(ctx context.Context, j *schedq.Job) (any, error) { return nil, nil },
+			slow: func(ctx context.Context, j *schedq.Job) (any, error) {
+				select {
+				case <-release:
+				case <-time.After(30 * time.Second):
+				}
+				return nil, nil
+			}})
+	waitFor(t, pool, 10*time.Second, "done running",
+		"SELECT string_agg(status::text, ' ' ORDER BY id = $2) FROM schedq.task WHERE id = ANY($1)",
+		append(quick, long...), long[0])
+	close(release)
+	waitFor(t, pool, 10*time.Second, "done", "SELECT status::text FROM schedq.task WHERE id = $1", long[0])
+}
+
 func TestWorkerSurvivesLostConnections(t *testing.T) {
 	pool := newPool(t, "schedq-test")
 	queue, kind, app := name(t, "q"), name(t, "k"), name(t, "w")
