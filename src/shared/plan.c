@@ -4,10 +4,12 @@
  *	  run it.
  *
  * The plan cache re-plans a kept plan by itself after DDL, including DROP
- * and CREATE EXTENSION.  Plans are always generic: these queries are
- * short index scans whose shape does not depend on the values, and
- * planning them afresh on every call (what the plan cache would choose for
- * the LIMIT $1 of claim) costs more than running them.
+ * and CREATE EXTENSION.  Plans are generic: these queries are short index
+ * scans whose shape does not depend on the values, and planning them
+ * afresh on every call (what the plan cache would choose for the LIMIT $1
+ * of claim) costs more than running them.  The exception is a query
+ * declared with SCHEDQ_QUERY_CUSTOM (plan.h), planned for each run: Citus
+ * plans some statements only with their values.
  *
  * On a node of a Citus cluster, schedq.task is an empty shell and its rows
  * are in shards, plain tables named schedq.task_<shard id>.  The

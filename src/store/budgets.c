@@ -15,12 +15,18 @@
  *	  move no generation there: whether budgets exist is read afresh by
  *	  every claim;
  *	- Citus plans no data-modifying CTE over it: the budgets are locked by
- *	  one statement (on every node's copy, in Citus's order), the verdict
- *	  is taken here, and each is charged by an UPDATE of its own, a plain
- *	  value per column.  Each admitted charge is a change of a reference
- *	  table: the claim's transaction commits on every node, in two phases.
- *	  A budget already full is seen first, without a lock, in this node's
- *	  copy: a task it holds back costs a claim no lock on other nodes.
+ *	  one statement, the verdict is taken here, and each is charged by an
+ *	  UPDATE of its own, a plain value per column.  Citus runs the locking
+ *	  SELECT on one copy, under a lock of the whole table that it takes on
+ *	  one node for every row lock of a reference table; the UPDATEs lock
+ *	  every copy.  So the admissions of every budget, and set_budget, take
+ *	  turns across the cluster, each until its claim commits, on every
+ *	  node, in two phases.  A budget already full is seen first, without a
+ *	  lock, in this node's copy: a task it holds back takes no lock.
+ *	  (api/claim's waits roll back a claim that took nothing,
+ *	  store/task_citus.c, so that a refused admission holds nothing.)
+ * A refusal after the lock, for want of room, is a claim's contention
+ * (metric claim_contention), counted here on a cluster.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,6 +39,7 @@
 #include "utils/numeric.h"
 
 #include "shared/commit.h"
+#include "shared/metrics.h"
 #include "shared/plan.h"
 #include "store/budgets.h"
 
@@ -153,7 +160,11 @@ budgets_admit_cluster(Datum budgets, Datum cost)
 
 		if (!DatumGetBool(
 				SPI_getbinval(locked->vals[i], locked->tupdesc, 4, &isnull)))
+		{
+			/* another claim used the room since the unlocked read */
+			schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);
 			return false;
+		}
 	}
 	for (int i = 0; i < found; i++)
 	{

@@ -16,19 +16,22 @@
  *	- a claim by a role that is not an admin (BYPASSRLS): owners are role
  *	  OIDs, which differ from node to node, so the owner test and work
  *	  grants cannot be evaluated on the shard's node.
- * While budgets exist, the candidates are those whose budgets have room,
- * and each is admitted as on one server, in statements Citus plans
- * (store/budgets.c): its charge is a change of a reference table.
+ * A task with budgets is admitted as on one server, in statements Citus
+ * plans (store/budgets.c): its charge is a change of a reference table.
+ * One whose budget has no room is passed over, and the tasks behind it
+ * read again (schedq_task_citus_claim).
  * The claim floor is a single server's (a submit on another node does
  * not lower it): this claim starts at the beginning of its queue.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "base/check.h"
@@ -166,14 +169,15 @@ citus_claim_queue(const SchedqClaimRequest *r)
 
 /*
  * Take what the candidates statement found (the last SPI result) into
- * rows[*taken..], admitting each task with budgets (when any exist);
- * values and nulls hold $1 to $7 of citus_take.  with_room: the
- * candidates had room, so a task refused now lost it to another claim.
+ * rows[*taken..], admitting each task that names budgets -- whether or not
+ * this node's copy showed any budget: a budget another node has committed
+ * and this one not yet is then missing here, and the task is refused, not
+ * taken uncharged.  values and nulls hold $1 to $7 of citus_take.
  * Returns whether a task was passed over for want of room.
  */
 static bool
-citus_take_found(Datum *values, char *nulls, bool budgets, bool with_room,
-				 const SchedqClaimRequest *r, SchedqClaimed *rows, int *taken)
+citus_take_found(Datum *values, char *nulls, const SchedqClaimRequest *r,
+				 SchedqClaimed *rows, int *taken)
 {
 	SPITupleTable *cand = SPI_tuptable;
 	int			   found = (int) SPI_processed;
@@ -189,14 +193,12 @@ citus_take_found(Datum *values, char *nulls, bool budgets, bool with_room,
 			SPI_getbinval(cand->vals[i], cand->tupdesc, 3, &isnull));
 		TimestampTz end = citus_plus(r->now, PointerGetDatum(r->lease));
 
-		if (budgets && ARR_NDIM(task_budgets) > 0 &&
+		if (ARR_NDIM(task_budgets) > 0 &&
 			!schedq_budgets_admit(PointerGetDatum(task_budgets),
 								  SPI_getbinval(cand->vals[i], cand->tupdesc, 4,
 												&isnull),
 								  true))
 		{
-			if (with_room)
-				schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);
 			passed = true;
 			continue;
 		}
@@ -225,18 +227,17 @@ citus_take_found(Datum *values, char *nulls, bool budgets, bool with_room,
  * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
  * refuses (0A000) what Citus cannot route.  Returns how many.
  *
- * While budgets exist, the candidates are first read as without them
- * (the kept plan) and each task with budgets admitted; only when one was
- * passed over for want of room are they read again, this time only those
- * whose budgets have room (planned with the values: the slower read),
- * so that such a task holds back none behind it.
+ * The candidates are first read as without budgets (the kept plan) and
+ * each task with budgets admitted; only when one was passed over for want
+ * of room, and budgets exist, are they read again, this time only those
+ * whose budgets have room (planned with the values: the slower read), so
+ * that such a task holds back none behind it.
  */
-int
-schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+static int
+citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows, bool budgets)
 {
 	Datum values[9];
 	char  nulls[9] = { ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ' };
-	bool  budgets = schedq_budgets_any(true);
 	int	  taken = 0;
 
 	values[0] = citus_claim_queue(r);
@@ -248,15 +249,45 @@ schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 	values[4] = PointerGetDatum(r->lease);
 	values[5] = TimestampTzGetDatum(r->now);
 	values[6] = Int64GetDatum(r->nonce);
-	for (int with_room = 0; with_room <= 1 && taken < r->n; with_room++)
+	for (int with_room = 0; with_room <= (budgets ? 1 : 0) && taken < r->n;
+		 with_room++)
 	{
 		values[1] = Int32GetDatum(r->n - taken);
 		if (schedq_plan_run(&citus_candidates[with_room], values, nulls, 0,
 							SPI_OK_SELECT) == 0 ||
-			!citus_take_found(values, nulls, budgets, with_room, r, rows,
-							  &taken))
+			!citus_take_found(values, nulls, r, rows, &taken))
 			break;
 	}
+	return taken;
+}
+
+/*
+ * The claim above.  While budgets exist, in a subtransaction that is
+ * rolled back when it took nothing: the rows it locked and passed over,
+ * and a refused admission's locks (on every node's copy of a budget, and
+ * Citus's lock of the whole table), would otherwise stay held while a
+ * waiting claim (api/claim.c) sleeps in the same transaction, holding back
+ * every other budgeted claim and set_budget of the cluster.
+ */
+int
+schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		  budgets = schedq_budgets_any(true);
+	int			  taken;
+
+	if (!budgets)
+		return citus_claim(r, rows, false);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	taken = citus_claim(r, rows, true);
+	if (taken > 0)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
 	return taken;
 }
 

@@ -632,8 +632,12 @@ schedq_task_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 												&isnull),
 								  on_shard))
 		{
-			/* Another claim used the room between our look and our lock. */
-			schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);
+			/*
+			 * Another claim used the room between our look and our lock
+			 * (on a shard, counted by the admission).
+			 */
+			if (!on_shard)
+				schedq_metrics_count(METRIC_CLAIM_CONTENTION, 1);
 			continue;
 		}
 		ids[taken++] =

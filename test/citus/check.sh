@@ -33,7 +33,8 @@
 #	    they change anything; budgets: set through the coordinator,
 #	    charged by claims on every node, none over its limit under 16
 #	    clients, tasks without room passed over, two budgets charged
-#	    both or neither, a period's refill, SQL tasks' budgets;
+#	    both or neither, a waiting claim holding no lock, a period's
+#	    refill, SQL tasks' budgets;
 #	    4. schedq's own scheduler on every node, over the shards placed
 #	       there: the reapers take back expired leases (the restart's and
 #	       five abandoned claims), each once; a back-off and a delay come
@@ -618,6 +619,20 @@ q coord "SELECT schedq.submit('free', queue => 'bh'), schedq.submit('one', queue
 ok "claim_queue and claim pass over tasks without budget room to the next ones; a task charges each budget once, both or neither" \
 	"$(q coord "SELECT string_agg(t.kind, ',') FROM schedq.claim_queue('bh', 'w') c JOIN schedq.task t ON t.id = c.id") $(q coord "SELECT string_agg(t.kind, ',') FROM schedq.claim('w', queues => '{bh}', n => 3) c JOIN schedq.task t ON t.id = c.id") $(budget_used bd) $(budget_used bc)" \
 	"free one 3 3 3 60 60 60"
+# A waiting claim that took nothing holds no lock while it waits: its
+# queue's task names a budget that was deleted since (refused after the
+# budgets were locked), yet set_budget and another queue's budgeted claim
+# go on meanwhile.
+q coord "SELECT schedq.set_budget('bgone', 5)" >/dev/null
+q coord "SELECT schedq.submit('gone', queue => 'bw', budgets => '{bgone}'), schedq.submit('other', queue => 'bw2', budgets => '{bd}')" >/dev/null
+q coord "DELETE FROM schedq.budget WHERE name = 'bgone'" >/dev/null
+q coord "SELECT count(*) FROM schedq.claim_queue('bw', 'w', wait => '8 s')" >"$WORK/bw.out" 2>&1 &
+bw=$!
+until_eq 10 1 waiters "$(qnode bw)" bw >/dev/null
+ok "while a claim_queue waits, having refused a task whose budget is gone, set_budget and a budgeted claim of another queue are not held back" \
+	"$(cpsql coord -At -c "SET statement_timeout = '3s'" -c "SELECT schedq.set_budget('bx', 1)" 2>&1 | grep -c ERROR) $(cpsql coord -At -c "SET statement_timeout = '3s'" -c "SELECT count(*) FROM schedq.claim_queue('bw2', 'w')" 2>&1)" "0 1"
+wait $bw
+ok "  and the waiting claim ends taking nothing" "$(cat "$WORK/bw.out")" 0
 # A budget with a period starts empty again at each boundary.
 q coord "SELECT schedq.set_budget('bp', 1, '1 second')" >/dev/null
 q coord "SELECT count(schedq.submit('p', queue => 'bpq', budgets => '{bp}')) FROM generate_series(1, 3)" >/dev/null
@@ -631,9 +646,16 @@ ok "SQL tasks of a budget of 1: the executors run one" \
 q coord "SELECT schedq.set_budget('bs', 2)" >/dev/null
 ok "  and the other once the budget is raised" \
 	"$(until_eq 30 "done done" q coord "SELECT string_agg(status, ' ' ORDER BY status) FROM schedq.task WHERE queue = 'bsq'") $(budget_used bs)" "done done 2 2 2"
+# With every budget deleted, a task naming one is still admitted, and
+# waits (a budget another node has and this one not yet is never skipped);
+# tasks without budgets go on.
 q coord "DELETE FROM schedq.budget" >/dev/null
-ok "with the budgets gone, claims go on" \
-	"$(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bq1}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')")" "1 1"
+q coord "SELECT schedq.submit('u', queue => 'bu')" >/dev/null
+ok "with the budgets gone, tasks without budgets are claimed, and those naming a budget wait for it" \
+	"$(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bu}')") $(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bq1}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')")" "1 0 0"
+q coord "SELECT schedq.set_budget('bc', 1000)" >/dev/null
+ok "  until it exists again" "$(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')") $(budget_used bc)" "1 1 1 1"
+q coord "DELETE FROM schedq.budget" >/dev/null
 
 # 4. schedq's own scheduler on every node: promotion and the reaper over
 # the shards placed on the node (the coordinator holds none).
