@@ -36,7 +36,9 @@
  * commits), its queue not paused and its budgets with room (resume_queue
  * and set_budget wake every waiter when those change).
  * schedq_await_pass_on does that, for await_task and claim(wait => ...)
- * alike.
+ * alike; on a distributed schedq by a read of the waiter's one queue (the
+ * wake-up knows its queue only by a hash, and a read of every shard is
+ * one Citus cannot plan with the budget filter's parameters).
  *
  * Both give up with 25006 when the server is or becomes read-only
  * (shared/wake.c): a worker waiting on a primary that a failover is
@@ -85,11 +87,12 @@
  * call bracket.
  */
 void
-schedq_await_pass_on(void)
+schedq_await_pass_on(const SchedqClaimRequest *r, bool distributed)
 {
 	const SchedqWakeTask *wake = schedq_wake_woken_for();
 
-	if (wake != NULL && schedq_task_claim_still_there(wake))
+	if (wake != NULL && (distributed ? schedq_task_citus_still_there(wake, r) :
+									   schedq_task_claim_still_there(wake)))
 		schedq_wake_pass_on();
 }
 
@@ -128,7 +131,7 @@ await_look(AwaitArgs *args)
 		found = schedq_task_claim_look(&args->req);
 	}
 	if (!found)
-		schedq_await_pass_on();
+		schedq_await_pass_on(&args->req, args->distributed);
 	schedq_call_end(&call);
 	return found;
 }

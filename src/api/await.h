@@ -6,6 +6,8 @@
 #ifndef SCHEDQ_AWAIT_H
 #define SCHEDQ_AWAIT_H
 
-extern void schedq_await_pass_on(void);
+#include "store/task_claim.h"
+
+extern void schedq_await_pass_on(const SchedqClaimRequest *r, bool distributed);
 
 #endif /* SCHEDQ_AWAIT_H */

@@ -178,7 +178,7 @@ claim_wait(ClaimArgs *args)
 			taken = claim_once(args);
 			if (taken > 0)
 				break;
-			schedq_await_pass_on();
+			schedq_await_pass_on(&args->req, schedq_task_distributed());
 			/* a distributed claim_queue also looks again once in a while */
 			until = deadline;
 			if (args->relook_us > 0)

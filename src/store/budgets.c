@@ -42,6 +42,7 @@
 #include "shared/metrics.h"
 #include "shared/plan.h"
 #include "store/budgets.h"
+#include "store/task.h"
 
 /* Whether this database has budgets, as of budgets_generation. */
 static uint64 budgets_generation = 0;
@@ -96,22 +97,18 @@ static SchedqQuery q_admit = SCHEDQ_QUERY(
  * it has used now, $3 its period's start).
  */
 static SchedqQuery q_admit_lock = SCHEDQ_QUERY(
-	"SELECT b.name,"
-	"       CASE WHEN b.period_start + b.period <= now() THEN 0"
-	"            ELSE b.used END + $2,"
+	"SELECT b.name," BUDGET_USED_NOW_SQL " + $2,"
 	"       CASE WHEN b.period_start + b.period <= now()"
 	"            THEN date_bin(b.period, now(), '2000-01-01 00:00:00+00')"
-	"            ELSE b.period_start END,"
-	"       CASE WHEN b.period_start + b.period <= now() THEN 0"
-	"            ELSE b.used END + $2 <= b.hard_limit"
+	"            ELSE b.period_start END," BUDGET_USED_NOW_SQL
+	"       + $2 <= b.hard_limit"
 	" FROM schedq.budget b WHERE b.name = ANY ($1)"
 	" ORDER BY b.name FOR UPDATE",
 	TEXTARRAYOID, NUMERICOID);
 /* Is a budget of $1 without room for $2?  Read without a lock. */
 static SchedqQuery q_admit_full =
 	SCHEDQ_QUERY("SELECT FROM schedq.budget b WHERE b.name = ANY ($1)"
-				 " AND CASE WHEN b.period_start + b.period <= now() THEN 0"
-				 "          ELSE b.used END + $2 > b.hard_limit LIMIT 1",
+				 " AND" BUDGET_USED_NOW_SQL " + $2 > b.hard_limit LIMIT 1",
 				 TEXTARRAYOID, NUMERICOID);
 static SchedqQuery q_admit_charge = SCHEDQ_QUERY(
 	"UPDATE schedq.budget SET used = $2, period_start = $3 WHERE name = $1",

@@ -55,14 +55,17 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
 	" OR depends_on <> '{}') "
 
 /*
- * Task t's budgets have room for its cost (store/budgets.c charges it); a
- * budget whose period has passed starts empty again.
+ * What budget b has used now: a budget whose period has passed starts
+ * empty again.
  */
-#define TASK_BUDGET_ROOM_SQL                                                     \
-	" AND (t.budgets = '{}' OR NOT EXISTS ("                                     \
-	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"              \
-	"   AND CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END" \
-	"       + t.cost > b.hard_limit))"
+#define BUDGET_USED_NOW_SQL                                                    \
+	" CASE WHEN b.period_start + b.period <= now() THEN 0 ELSE b.used END"
+
+/* Task t's budgets have room for its cost (store/budgets.c charges it). */
+#define TASK_BUDGET_ROOM_SQL                                                   \
+	" AND (t.budgets = '{}' OR NOT EXISTS ("                                   \
+	"   SELECT FROM schedq.budget b WHERE b.name = ANY (t.budgets)"            \
+	"   AND" BUDGET_USED_NOW_SQL " + t.cost > b.hard_limit))"
 
 /*
  * What complete sets: $4 is the result (attempt_complete_direct writes the

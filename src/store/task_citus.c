@@ -324,6 +324,40 @@ schedq_task_citus_look(const SchedqClaimRequest *r)
 }
 
 /*
+ * A wake-up a waiting look of r's one queue could not use: is its task
+ * still there for some claim?  As schedq_task_claim_still_there asks it,
+ * but by the queue's name, which Citus routes to the queue's shard.
+ * $1 queue, $2 minus the priority, $3 run_at, $4 id.
+ */
+#define CITUS_STILL_THERE(query, budget_filter)                                \
+	query("SELECT FROM schedq.task t"                                          \
+		  " WHERE t.queue = $1 AND t.status = 'available'"                     \
+		  " AND -(t.priority::bigint) = $2 AND t.run_at = $3"                  \
+		  " AND t.id >= $4" budget_filter " LIMIT 1",                          \
+		  TEXTOID, INT8OID, TIMESTAMPTZOID, INT8OID)
+
+static SchedqQuery citus_still_there[2] = {
+	CITUS_STILL_THERE(SCHEDQ_QUERY, ""),
+	CITUS_STILL_THERE(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+};
+
+bool
+schedq_task_citus_still_there(const SchedqWakeTask	   *wake,
+							  const SchedqClaimRequest *r)
+{
+	Datum values[4];
+
+	values[0] = citus_claim_queue(r);
+	if (schedq_plan_run(&citus_paused, values, NULL, 1, SPI_OK_SELECT) > 0)
+		return false;
+	values[1] = Int64GetDatum(-(int64) wake->priority);
+	values[2] = TimestampTzGetDatum(wake->run_at);
+	values[3] = Int64GetDatum(wake->id);
+	return schedq_plan_run(&citus_still_there[schedq_budgets_any(true) ? 1 : 0],
+						   values, NULL, 1, SPI_OK_SELECT) > 0;
+}
+
+/*
  * Complete: the token names the task, not its queue, and an UPDATE by id
  * alone goes to every shard (a multi-shard modification, which Citus
  * serializes with every other).  So the running attempt's queue is read

@@ -12,6 +12,8 @@
 extern int	 schedq_task_citus_claim(const SchedqClaimRequest *r,
 									 SchedqClaimed			  *rows);
 extern bool	 schedq_task_citus_look(const SchedqClaimRequest *r);
+extern bool	 schedq_task_citus_still_there(const SchedqWakeTask		*wake,
+										   const SchedqClaimRequest *r);
 extern bool	 schedq_task_citus_complete(int64 task_id, int32 attempt,
 										int64 nonce, Datum result,
 										bool result_null);

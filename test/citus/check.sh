@@ -633,6 +633,24 @@ ok "while a claim_queue waits, having refused a task whose budget is gone, set_b
 	"$(cpsql coord -At -c "SET statement_timeout = '3s'" -c "SELECT schedq.set_budget('bx', 1)" 2>&1 | grep -c ERROR) $(cpsql coord -At -c "SET statement_timeout = '3s'" -c "SELECT count(*) FROM schedq.claim_queue('bw2', 'w')" 2>&1)" "0 1"
 wait $bw
 ok "  and the waiting claim ends taking nothing" "$(cat "$WORK/bw.out")" 0
+# A waiter woken for a task it cannot take (its budget is full) asks
+# whether the task is still there for another waiter -- a read of its
+# queue's shard -- and goes on waiting: claim_queue and await_queue.
+q coord "SELECT schedq.set_budget('bf', 1)" >/dev/null
+q coord "SELECT schedq.submit('f1', queue => 'bf', budgets => '{bf}')" >/dev/null
+q coord "SELECT count(*) FROM schedq.claim_queue('bf', 'w')" >/dev/null
+bf_node=$(qnode bf)
+bf_wakeups=$(wakeups "$bf_node")
+q coord "SELECT count(*) FROM schedq.claim_queue('bf', 'w', wait => '3 s')" >"$WORK/bf.out" 2>&1 &
+bf=$!
+cpsql coord -At -c "CALL schedq.await_queue('bf', wait => '3 s')" >"$WORK/bf_await.out" 2>&1 &
+bf_await=$!
+until_eq 10 1 waiters "$bf_node" bf >/dev/null
+until_eq 10 1 q "$bf_node" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SchedqAwait'" >/dev/null
+q coord "SELECT schedq.submit('f2', queue => 'bf', budgets => '{bf}')" >/dev/null
+wait $bf $bf_await
+ok "a claim_queue and an await_queue woken for a task whose budget is full go on waiting, and end without it or an error" \
+	"$(cat "$WORK/bf.out") $(cat "$WORK/bf_await.out") $(($(wakeups "$bf_node") > bf_wakeups))" "0 f 1"
 # A budget with a period starts empty again at each boundary.
 q coord "SELECT schedq.set_budget('bp', 1, '1 second')" >/dev/null
 q coord "SELECT count(schedq.submit('p', queue => 'bpq', budgets => '{bp}')) FROM generate_series(1, 3)" >/dev/null
