@@ -56,6 +56,21 @@ SELECT used, period_start = date_bin('1 minute', now(), '2000-01-01 00:00:00+00'
   FROM schedq.budget WHERE name = 'per-minute';
 COMMIT;
 
+-- A task naming a budget deleted since its submit has no room: it is
+-- passed over, and the tasks behind it in its queue are claimed, by one
+-- claim at a time too; once the budget exists again, it is claimed.
+SELECT schedq.set_budget('deleted', 5);
+SELECT schedq.submit('names-deleted', queue => 'del', budgets => '{deleted}') > 0 AS submitted;
+SELECT schedq.submit('behind-1', queue => 'del') > 0 AS submitted;
+SELECT schedq.submit('behind-2', queue => 'del', budgets => '{b}') > 0 AS submitted;
+DELETE FROM schedq.budget WHERE name = 'deleted';
+SELECT kind FROM schedq.claim('w', queues => '{del}');
+SELECT kind FROM schedq.claim('w', queues => '{del}');
+SELECT kind FROM schedq.claim('w', queues => '{del}');
+SELECT schedq.set_budget('deleted', 5);
+SELECT kind FROM schedq.claim('w', queues => '{del}');
+SELECT used FROM schedq.budget WHERE name = 'deleted';
+
 -- Unknown budgets are refused at submit.
 SELECT schedq.submit('x', budgets => '{no-such-budget}');
 

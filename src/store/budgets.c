@@ -105,10 +105,10 @@ static SchedqQuery q_admit_lock = SCHEDQ_QUERY(
 	" FROM schedq.budget b WHERE b.name = ANY ($1)"
 	" ORDER BY b.name FOR UPDATE",
 	TEXTARRAYOID, NUMERICOID);
-/* Is a budget of $1 without room for $2?  Read without a lock. */
-static SchedqQuery q_admit_full =
-	SCHEDQ_QUERY("SELECT FROM schedq.budget b WHERE b.name = ANY ($1)"
-				 " AND" BUDGET_USED_NOW_SQL " + $2 > b.hard_limit LIMIT 1",
+/* How many budgets of $1 have room for $2?  Read without a lock. */
+static SchedqQuery q_admit_room =
+	SCHEDQ_QUERY("SELECT count(*) FROM schedq.budget b WHERE b.name = ANY ($1)"
+				 " AND" BUDGET_USED_NOW_SQL " + $2 <= b.hard_limit",
 				 TEXTARRAYOID, NUMERICOID);
 static SchedqQuery q_admit_charge = SCHEDQ_QUERY(
 	"UPDATE schedq.budget SET used = $2, period_start = $3 WHERE name = $1",
@@ -142,19 +142,25 @@ budgets_admit_cluster(Datum budgets, Datum cost)
 	Datum		   values[3] = { budgets, cost, (Datum) 0 };
 	char		   nulls[3] = { ' ', ' ', ' ' };
 	SPITupleTable *locked;
+	int			   distinct = budgets_distinct(budgets);
 	int			   found;
+	bool		   isnull;
 
-	/* a budget that is full is passed over without locking every node */
-	if (schedq_plan_run(&q_admit_full, values, NULL, 1, SPI_OK_SELECT) > 0)
+	/*
+	 * A budget that is full or does not exist (no room) is passed over
+	 * without locking every node.
+	 */
+	schedq_plan_run(&q_admit_room, values, NULL, 1, SPI_OK_SELECT);
+	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									SPI_tuptable->tupdesc, 1, &isnull)) !=
+		distinct)
 		return false;
 	found = schedq_plan_run(&q_admit_lock, values, NULL, 0, SPI_OK_SELECT);
 	locked = SPI_tuptable;
-	if (found != budgets_distinct(budgets))
-		return false; /* a budget that does not exist: no room */
+	if (found != distinct)
+		return false; /* a budget deleted since */
 	for (int i = 0; i < found; i++)
 	{
-		bool isnull;
-
 		if (!DatumGetBool(
 				SPI_getbinval(locked->vals[i], locked->tupdesc, 4, &isnull)))
 		{
@@ -165,8 +171,6 @@ budgets_admit_cluster(Datum budgets, Datum cost)
 	}
 	for (int i = 0; i < found; i++)
 	{
-		bool isnull;
-
 		for (int c = 0; c < 3; c++)
 		{
 			values[c] =

@@ -66,13 +66,34 @@ static SchedqQuery citus_paused =
 		TEXTOID, INT4OID, TEXTARRAYOID)
 
 /*
- * [with room]: only tasks whose budgets have room, a read of the reference
- * table schedq.budget that Citus plans only with the values
+ * Which tasks a statement of this file reads, by budgets (CitusBudgets):
+ * none exists, so only the tasks that name none; or only the tasks whose
+ * budgets all exist with room, a read of the reference table
+ * schedq.budget that Citus plans only with the values; or every task,
+ * each with budgets then admitted (the first read of a claim).
  */
-static SchedqQuery citus_candidates[2] = {
-	CITUS_CANDIDATES(SCHEDQ_QUERY, ""),
-	CITUS_CANDIDATES(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+typedef enum CitusBudgets
+{
+	CITUS_UNBUDGETED,
+	CITUS_WITH_ROOM,
+	CITUS_ANY_BUDGETS
+} CitusBudgets;
+
+#define CITUS_UNBUDGETED_SQL " AND t.budgets = '{}'"
+
+static SchedqQuery citus_candidates[3] = {
+	[CITUS_UNBUDGETED] = CITUS_CANDIDATES(SCHEDQ_QUERY, CITUS_UNBUDGETED_SQL),
+	[CITUS_WITH_ROOM] =
+		CITUS_CANDIDATES(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+	[CITUS_ANY_BUDGETS] = CITUS_CANDIDATES(SCHEDQ_QUERY, ""),
 };
+
+/* What a look reads: CITUS_UNBUDGETED or CITUS_WITH_ROOM. */
+static CitusBudgets
+citus_look_budgets(void)
+{
+	return schedq_budgets_any(true) ? CITUS_WITH_ROOM : CITUS_UNBUDGETED;
+}
 
 /*
  * Take one candidate: $2 its id, $8 and $9 its lease expiry and deadline,
@@ -227,11 +248,13 @@ citus_take_found(Datum *values, char *nulls, const SchedqClaimRequest *r,
  * Claim up to r->n tasks of r's one queue from a distributed schedq.task;
  * refuses (0A000) what Citus cannot route.  Returns how many.
  *
- * The candidates are first read as without budgets (the kept plan) and
- * each task with budgets admitted; only when one was passed over for want
- * of room, and budgets exist, are they read again, this time only those
- * whose budgets have room (planned with the values: the slower read), so
- * that such a task holds back none behind it.
+ * While no budget exists, the candidates are the tasks that name none (a
+ * task naming a budget is never taken uncharged: the budget may exist on
+ * another node and not yet here).  Otherwise they are first read whatever
+ * their budgets (the kept plan) and each task with budgets admitted; only
+ * when one was passed over for want of room are they read again, this
+ * time only those whose budgets have room (planned with the values: the
+ * slower read), so that such a task holds back none behind it.
  */
 static int
 citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows, bool budgets)
@@ -249,14 +272,16 @@ citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows, bool budgets)
 	values[4] = PointerGetDatum(r->lease);
 	values[5] = TimestampTzGetDatum(r->now);
 	values[6] = Int64GetDatum(r->nonce);
-	for (int with_room = 0; with_room <= (budgets ? 1 : 0) && taken < r->n;
-		 with_room++)
+	values[1] = Int32GetDatum(r->n);
+	if (schedq_plan_run(&citus_candidates[budgets ? CITUS_ANY_BUDGETS :
+													CITUS_UNBUDGETED],
+						values, nulls, 0, SPI_OK_SELECT) > 0 &&
+		citus_take_found(values, nulls, r, rows, &taken) && taken < r->n)
 	{
 		values[1] = Int32GetDatum(r->n - taken);
-		if (schedq_plan_run(&citus_candidates[with_room], values, nulls, 0,
-							SPI_OK_SELECT) == 0 ||
-			!citus_take_found(values, nulls, r, rows, &taken))
-			break;
+		if (schedq_plan_run(&citus_candidates[CITUS_WITH_ROOM], values, nulls,
+							0, SPI_OK_SELECT) > 0)
+			(void) citus_take_found(values, nulls, r, rows, &taken);
 	}
 	return taken;
 }
@@ -306,8 +331,8 @@ schedq_task_citus_claim(const SchedqClaimRequest *r, SchedqClaimed *rows)
 		TEXTOID, TEXTARRAYOID)
 
 static SchedqQuery citus_look[2] = {
-	CITUS_LOOK(SCHEDQ_QUERY, ""),
-	CITUS_LOOK(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+	[CITUS_UNBUDGETED] = CITUS_LOOK(SCHEDQ_QUERY, CITUS_UNBUDGETED_SQL),
+	[CITUS_WITH_ROOM] = CITUS_LOOK(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
 };
 
 bool
@@ -319,8 +344,8 @@ schedq_task_citus_look(const SchedqClaimRequest *r)
 	if (schedq_plan_run(&citus_paused, values, NULL, 1, SPI_OK_SELECT) > 0)
 		return false;
 	values[1] = PointerGetDatum(r->caps);
-	return schedq_plan_run(&citus_look[schedq_budgets_any(true) ? 1 : 0],
-						   values, NULL, 1, SPI_OK_SELECT) > 0;
+	return schedq_plan_run(&citus_look[citus_look_budgets()], values, NULL, 1,
+						   SPI_OK_SELECT) > 0;
 }
 
 /*
@@ -337,8 +362,9 @@ schedq_task_citus_look(const SchedqClaimRequest *r)
 		  TEXTOID, INT8OID, TIMESTAMPTZOID, INT8OID)
 
 static SchedqQuery citus_still_there[2] = {
-	CITUS_STILL_THERE(SCHEDQ_QUERY, ""),
-	CITUS_STILL_THERE(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
+	[CITUS_UNBUDGETED] = CITUS_STILL_THERE(SCHEDQ_QUERY, CITUS_UNBUDGETED_SQL),
+	[CITUS_WITH_ROOM] =
+		CITUS_STILL_THERE(SCHEDQ_QUERY_CUSTOM, TASK_BUDGET_ROOM_SQL),
 };
 
 bool
@@ -353,8 +379,8 @@ schedq_task_citus_still_there(const SchedqWakeTask	   *wake,
 	values[1] = Int64GetDatum(-(int64) wake->priority);
 	values[2] = TimestampTzGetDatum(wake->run_at);
 	values[3] = Int64GetDatum(wake->id);
-	return schedq_plan_run(&citus_still_there[schedq_budgets_any(true) ? 1 : 0],
-						   values, NULL, 1, SPI_OK_SELECT) > 0;
+	return schedq_plan_run(&citus_still_there[citus_look_budgets()], values,
+						   NULL, 1, SPI_OK_SELECT) > 0;
 }
 
 /*

@@ -122,6 +122,10 @@
 	"     lease = $7, lease_expires_at = least($8 + $7, $8 + t.timeout),"      \
 	"     started_at = $8, deadline = $8 + t.timeout, claim_nonce = $12"
 
+/*
+ * The candidates of a claim while budgets exist, or on a shard: a task
+ * whose budgets do not all exist with room is passed over.
+ */
 #define CLAIM_BUDGETED(queue_filter)                                           \
 	SCHEDQ_QUERY(CLAIM_CANDIDATES(queue_filter, CLAIM_NOT_PAUSED,              \
 								  TASK_BUDGET_ROOM_SQL),                       \
@@ -174,11 +178,11 @@ static SchedqQuery claim_statement[2][CLAIM_NUM_FILTERS] = {
 };
 
 /* A waiting claim's look: the rule for one task, taking nothing. */
-#define CLAIM_LOOK(queue_filter)                                               \
-	SCHEDQ_QUERY(                                                              \
-		"SELECT FROM schedq.task t" CLAIM_RULE(                                \
-			queue_filter, CLAIM_NOT_PAUSED,                                    \
-			TASK_BUDGET_ROOM_SQL) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED",   \
+#define CLAIM_LOOK(queue_filter)                                                     \
+	SCHEDQ_QUERY(                                                                    \
+		"SELECT FROM schedq.task t" CLAIM_RULE(                                      \
+			queue_filter, CLAIM_NOT_PAUSED,                                          \
+			TASK_BUDGET_ROOM_OR_NONE_SQL) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED", \
 		CLAIM_TYPES)
 
 static SchedqQuery claim_look[CLAIM_NUM_FILTERS] = {
@@ -202,7 +206,7 @@ static SchedqQuery claim_still_there =
 				 " WHERE t.status = 'available'"
 				 " AND -(t.priority::bigint) = $1 AND t.run_at = $2"
 				 " AND t.id >= $3 AND hashtext(t.queue) = $4" CLAIM_NOT_PAUSED
-					 TASK_BUDGET_ROOM_SQL " LIMIT 1",
+					 TASK_BUDGET_ROOM_OR_NONE_SQL " LIMIT 1",
 				 INT8OID, TIMESTAMPTZOID, INT8OID, INT4OID);
 
 /*
@@ -215,7 +219,8 @@ static SchedqQuery claim_sql_ready =
 	SCHEDQ_QUERY("SELECT count(*) FROM (SELECT FROM schedq.task t"
 				 " WHERE t.status = 'available'" CLAIM_SQL_ONLY_READY
 				 " AND t.required_caps <@ ARRAY['" TASK_SQL
-				 "']" CLAIM_NOT_PAUSED TASK_BUDGET_ROOM_SQL " LIMIT $1) s",
+				 "']" CLAIM_NOT_PAUSED TASK_BUDGET_ROOM_OR_NONE_SQL
+				 " LIMIT $1) s",
 				 INT4OID, INT8ARRAYOID);
 
 /*

@@ -633,6 +633,9 @@ ok "while a claim_queue waits, having refused a task whose budget is gone, set_b
 	"$(cpsql coord -At -c "SET statement_timeout = '3s'" -c "SELECT schedq.set_budget('bx', 1)" 2>&1 | grep -c ERROR) $(cpsql coord -At -c "SET statement_timeout = '3s'" -c "SELECT count(*) FROM schedq.claim_queue('bw2', 'w')" 2>&1)" "0 1"
 wait $bw
 ok "  and the waiting claim ends taking nothing" "$(cat "$WORK/bw.out")" 0
+q coord "SELECT schedq.submit('behind', queue => 'bw')" >/dev/null
+ok "  a task behind it in its queue is claimed, one claim at a time" \
+	"$(q coord "SELECT string_agg(t.kind, ',') FROM schedq.claim_queue('bw', 'w') c JOIN schedq.task t ON t.id = c.id")" behind
 # A waiter woken for a task it cannot take (its budget is full) asks
 # whether the task is still there for another waiter -- a read of its
 # queue's shard -- and goes on waiting: claim_queue and await_queue.
@@ -668,9 +671,9 @@ ok "  and the other once the budget is raised" \
 # waits (a budget another node has and this one not yet is never skipped);
 # tasks without budgets go on.
 q coord "DELETE FROM schedq.budget" >/dev/null
-q coord "SELECT schedq.submit('u', queue => 'bu')" >/dev/null
-ok "with the budgets gone, tasks without budgets are claimed, and those naming a budget wait for it" \
-	"$(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bu}')") $(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bq1}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')")" "1 0 0"
+q coord "SELECT schedq.submit('u', queue => 'bq3')" >/dev/null
+ok "with the budgets gone, tasks without budgets are claimed, behind those naming a budget, which wait for it; a waiting look does not find them" \
+	"$(q coord "SELECT string_agg(t.kind, ',') FROM schedq.claim('w', queues => '{bq3}') c JOIN schedq.task t ON t.id = c.id") $(q coord "SELECT count(*) FROM schedq.claim('w', queues => '{bq1}')") $(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')") $(q coord "CALL schedq.await_queue('bq1', wait => '1 s')")" "u 0 0 f"
 q coord "SELECT schedq.set_budget('bc', 1000)" >/dev/null
 ok "  until it exists again" "$(q coord "SELECT count(*) FROM schedq.claim_queue('bq2', 'w')") $(budget_used bc)" "1 1 1 1"
 q coord "DELETE FROM schedq.budget" >/dev/null
