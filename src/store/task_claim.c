@@ -93,6 +93,16 @@
 	"                 WHERE q.name = t.queue AND q.paused)"
 
 /*
+ * The same for the one queue of CLAIM_ONE_SQL, asked once: correlated,
+ * the anti-join's estimate (the queue compared with the same parameter on
+ * both sides) kept a single row, so the plan did not expect its LIMIT to
+ * stop the scan early, and could read and sort every available task.
+ */
+#define CLAIM_ONE_NOT_PAUSED                                                   \
+	" AND NOT EXISTS (SELECT FROM schedq.queue q"                              \
+	"                 WHERE q.name = ($2::text[])[1] AND q.paused)"
+
+/*
  * The claim rule: the tasks of schedq.task t a claim may take, from the
  * claim floor on, in claim order.  Its C twin is claim_rule_holds.
  */
@@ -126,16 +136,16 @@
  * The candidates of a claim while budgets exist, or on a shard: a task
  * whose budgets do not all exist with room is passed over.
  */
-#define CLAIM_BUDGETED(queue_filter)                                           \
-	SCHEDQ_QUERY(CLAIM_CANDIDATES(queue_filter, CLAIM_NOT_PAUSED,              \
+#define CLAIM_BUDGETED(queue_filter, paused_filter)                            \
+	SCHEDQ_QUERY(CLAIM_CANDIDATES(queue_filter, paused_filter,                 \
 								  TASK_BUDGET_ROOM_SQL),                       \
 				 CLAIM_TYPES)
 
 static SchedqQuery claim_candidates[CLAIM_NUM_FILTERS] = {
-	CLAIM_BUDGETED(CLAIM_ALL_SQL),
-	CLAIM_BUDGETED(CLAIM_ONE_SQL),
-	CLAIM_BUDGETED(CLAIM_SOME_SQL),
-	CLAIM_BUDGETED(CLAIM_SQL_ONLY),
+	CLAIM_BUDGETED(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED),
+	CLAIM_BUDGETED(CLAIM_ONE_SQL, CLAIM_ONE_NOT_PAUSED),
+	CLAIM_BUDGETED(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED),
+	CLAIM_BUDGETED(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED),
 };
 
 /* The budgeted claim's second statement: $1 the admitted ids. */
@@ -171,25 +181,25 @@ static SchedqQuery claim_statement[2][CLAIM_NUM_FILTERS] = {
 	},
 	{
 		CLAIM_ONE_STATEMENT(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED),
-		CLAIM_ONE_STATEMENT(CLAIM_ONE_SQL, CLAIM_NOT_PAUSED),
+		CLAIM_ONE_STATEMENT(CLAIM_ONE_SQL, CLAIM_ONE_NOT_PAUSED),
 		CLAIM_ONE_STATEMENT(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED),
 		CLAIM_ONE_STATEMENT(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED),
 	},
 };
 
 /* A waiting claim's look: the rule for one task, taking nothing. */
-#define CLAIM_LOOK(queue_filter)                                                     \
+#define CLAIM_LOOK(queue_filter, paused_filter)                                      \
 	SCHEDQ_QUERY(                                                                    \
 		"SELECT FROM schedq.task t" CLAIM_RULE(                                      \
-			queue_filter, CLAIM_NOT_PAUSED,                                          \
+			queue_filter, paused_filter,                                             \
 			TASK_BUDGET_ROOM_OR_NONE_SQL) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED", \
 		CLAIM_TYPES)
 
 static SchedqQuery claim_look[CLAIM_NUM_FILTERS] = {
-	CLAIM_LOOK(CLAIM_ALL_SQL),
-	CLAIM_LOOK(CLAIM_ONE_SQL),
-	CLAIM_LOOK(CLAIM_SOME_SQL),
-	CLAIM_LOOK(CLAIM_SQL_ONLY),
+	CLAIM_LOOK(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED),
+	CLAIM_LOOK(CLAIM_ONE_SQL, CLAIM_ONE_NOT_PAUSED),
+	CLAIM_LOOK(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED),
+	CLAIM_LOOK(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED),
 };
 
 /*
