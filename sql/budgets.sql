@@ -81,3 +81,13 @@ BEGIN;
 SELECT schedq.set_budget('prepared', 1);
 PREPARE TRANSACTION 'set-budget';
 SELECT count(*) FROM schedq.budget WHERE name = 'prepared';
+
+-- Budgets deleted by a DELETE: this session's claims see them gone only
+-- once a budget changes through set_budget (they cache whether any
+-- exists); meanwhile its waiting looks agree with its claims, and find
+-- nothing to wake for in a task naming a deleted budget.
+SELECT schedq.submit('names-deleted-2', queue => 'del2', budgets => '{deleted}') > 0 AS submitted;
+SELECT kind FROM schedq.claim('w', queues => '{none}');
+DELETE FROM schedq.budget;
+SELECT kind FROM schedq.claim('w', queues => '{del2}');
+CALL schedq.await_task(queues => '{del2}', wait => '0.5 s');

@@ -65,21 +65,10 @@ extern SchedqTaskStatus	 schedq_task_status(const char *name);
  * Task t's budgets have room for its cost (store/budgets.c charges it):
  * each exists (one deleted since the submit has none) and has room.
  */
-#define TASK_BUDGETS_WITH_ROOM_SQL                                             \
-	"t.budgets <@ ARRAY("                                                      \
-	"   SELECT b.name FROM schedq.budget b WHERE b.name = ANY (t.budgets)"     \
-	"   AND" BUDGET_USED_NOW_SQL " + t.cost <= b.hard_limit)"
 #define TASK_BUDGET_ROOM_SQL                                                   \
-	" AND (t.budgets = '{}' OR " TASK_BUDGETS_WITH_ROOM_SQL ")"
-
-/*
- * The same, or no budget exists at all: on one server a claim then takes
- * a task whatever budgets it names (store/task_claim.c), and so a look
- * for a claimable task must find it.
- */
-#define TASK_BUDGET_ROOM_OR_NONE_SQL                                                                  \
-	" AND (t.budgets = '{}' OR NOT EXISTS (SELECT FROM schedq.budget) OR " TASK_BUDGETS_WITH_ROOM_SQL \
-	")"
+	" AND (t.budgets = '{}' OR t.budgets <@ ARRAY("                            \
+	"   SELECT b.name FROM schedq.budget b WHERE b.name = ANY (t.budgets)"     \
+	"   AND" BUDGET_USED_NOW_SQL " + t.cost <= b.hard_limit))"
 
 /*
  * What complete sets: $4 is the result (attempt_complete_direct writes the

@@ -28,6 +28,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -372,8 +373,14 @@ schedq_task_citus_still_there(const SchedqWakeTask	   *wake,
 							  const SchedqClaimRequest *r)
 {
 	Datum values[4];
+	text *queue;
 
 	values[0] = citus_claim_queue(r);
+	queue = DatumGetTextPP(values[0]);
+	/* a task of another queue whose name has the same hash: pass it on */
+	if (DatumGetUInt32(hash_any((const unsigned char *) VARDATA_ANY(queue),
+								VARSIZE_ANY_EXHDR(queue))) != wake->queue)
+		return true;
 	if (schedq_plan_run(&citus_paused, values, NULL, 1, SPI_OK_SELECT) > 0)
 		return false;
 	values[1] = Int64GetDatum(-(int64) wake->priority);

@@ -187,19 +187,30 @@ static SchedqQuery claim_statement[2][CLAIM_NUM_FILTERS] = {
 	},
 };
 
-/* A waiting claim's look: the rule for one task, taking nothing. */
-#define CLAIM_LOOK(queue_filter, paused_filter)                                      \
-	SCHEDQ_QUERY(                                                                    \
-		"SELECT FROM schedq.task t" CLAIM_RULE(                                      \
-			queue_filter, paused_filter,                                             \
-			TASK_BUDGET_ROOM_OR_NONE_SQL) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED", \
-		CLAIM_TYPES)
+/*
+ * The statements below come in pairs, [whether budgets are checked]: as
+ * the claim of the same backend would, by the same cached answer to "are
+ * there budgets?" (store/budgets.c), so that a look never finds what that
+ * claim would pass over, nor misses what it would take.
+ */
 
-static SchedqQuery claim_look[CLAIM_NUM_FILTERS] = {
-	CLAIM_LOOK(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED),
-	CLAIM_LOOK(CLAIM_ONE_SQL, CLAIM_ONE_NOT_PAUSED),
-	CLAIM_LOOK(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED),
-	CLAIM_LOOK(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED),
+/* A waiting claim's look: the rule for one task, taking nothing. */
+#define CLAIM_LOOK(queue_filter, paused_filter, budget_filter)                 \
+	SCHEDQ_QUERY("SELECT FROM schedq.task t" CLAIM_RULE(                       \
+					 queue_filter, paused_filter,                              \
+					 budget_filter) " LIMIT 1 FOR KEY SHARE OF t SKIP LOCKED", \
+				 CLAIM_TYPES)
+#define CLAIM_LOOKS(budget_filter)                                             \
+	{                                                                          \
+		CLAIM_LOOK(CLAIM_ALL_SQL, CLAIM_NOT_PAUSED, budget_filter),            \
+			CLAIM_LOOK(CLAIM_ONE_SQL, CLAIM_ONE_NOT_PAUSED, budget_filter),    \
+			CLAIM_LOOK(CLAIM_SOME_SQL, CLAIM_NOT_PAUSED, budget_filter),       \
+			CLAIM_LOOK(CLAIM_SQL_ONLY, CLAIM_NOT_PAUSED, budget_filter),       \
+	}
+
+static SchedqQuery claim_look[2][CLAIM_NUM_FILTERS] = {
+	CLAIM_LOOKS(""),
+	CLAIM_LOOKS(TASK_BUDGET_ROOM_SQL),
 };
 
 /*
@@ -211,13 +222,18 @@ static SchedqQuery claim_look[CLAIM_NUM_FILTERS] = {
  * needs a taker as much.  An index probe of task_available_idx.
  * Parameters: $1 minus the priority, $2 run_at, $3 id, $4 queue hash.
  */
-static SchedqQuery claim_still_there =
-	SCHEDQ_QUERY("SELECT FROM schedq.task t"
-				 " WHERE t.status = 'available'"
-				 " AND -(t.priority::bigint) = $1 AND t.run_at = $2"
-				 " AND t.id >= $3 AND hashtext(t.queue) = $4" CLAIM_NOT_PAUSED
-					 TASK_BUDGET_ROOM_OR_NONE_SQL " LIMIT 1",
-				 INT8OID, TIMESTAMPTZOID, INT8OID, INT4OID);
+#define CLAIM_STILL_THERE(budget_filter)                                       \
+	SCHEDQ_QUERY("SELECT FROM schedq.task t"                                   \
+				 " WHERE t.status = 'available'"                               \
+				 " AND -(t.priority::bigint) = $1 AND t.run_at = $2"           \
+				 " AND t.id >= $3 AND hashtext(t.queue) = $4" CLAIM_NOT_PAUSED \
+					 budget_filter " LIMIT 1",                                 \
+				 INT8OID, TIMESTAMPTZOID, INT8OID, INT4OID)
+
+static SchedqQuery claim_still_there[2] = {
+	CLAIM_STILL_THERE(""),
+	CLAIM_STILL_THERE(TASK_BUDGET_ROOM_SQL),
+};
 
 /*
  * How many SQL tasks the executors could claim now, at most $1: their
@@ -225,13 +241,28 @@ static SchedqQuery claim_still_there =
  * the claim floor.  $2: the tasks executors still run.  The scheduler
  * starts an executor for each such task no idle executor will take.
  */
-static SchedqQuery claim_sql_ready =
-	SCHEDQ_QUERY("SELECT count(*) FROM (SELECT FROM schedq.task t"
-				 " WHERE t.status = 'available'" CLAIM_SQL_ONLY_READY
-				 " AND t.required_caps <@ ARRAY['" TASK_SQL
-				 "']" CLAIM_NOT_PAUSED TASK_BUDGET_ROOM_OR_NONE_SQL
-				 " LIMIT $1) s",
-				 INT4OID, INT8ARRAYOID);
+#define CLAIM_SQL_READY(budget_filter)                                         \
+	SCHEDQ_QUERY("SELECT count(*) FROM (SELECT FROM schedq.task t"             \
+				 " WHERE t.status = 'available'" CLAIM_SQL_ONLY_READY          \
+				 " AND t.required_caps <@ ARRAY['" TASK_SQL                    \
+				 "']" CLAIM_NOT_PAUSED budget_filter " LIMIT $1) s",           \
+				 INT4OID, INT8ARRAYOID)
+
+static SchedqQuery claim_sql_ready[2] = {
+	CLAIM_SQL_READY(""),
+	CLAIM_SQL_READY(TASK_BUDGET_ROOM_SQL),
+};
+
+/*
+ * Are budgets checked?  As by the claims of this backend
+ * (schedq_task_claim), and so by the looks that stand for them: always on
+ * a shard, else while budgets exist.
+ */
+static int
+claim_checks_budgets(void)
+{
+	return schedq_plan_shard() != 0 || schedq_budgets_any(false) ? 1 : 0;
+}
 
 /*
  * The parameters of a claim statement for this request; values[0] (n)
@@ -683,8 +714,8 @@ schedq_task_claim_look(const SchedqClaimRequest *r)
 	char  nulls[CLAIM_NPARAMS];
 
 	claim_params(r, values, nulls);
-	return schedq_plan_run(&claim_look[r->filter], values, nulls, 1,
-						   SPI_OK_SELECT) > 0;
+	return schedq_plan_run(&claim_look[claim_checks_budgets()][r->filter],
+						   values, nulls, 1, SPI_OK_SELECT) > 0;
 }
 
 /*
@@ -700,8 +731,8 @@ schedq_task_claim_still_there(const SchedqWakeTask *wake)
 	values[1] = TimestampTzGetDatum(wake->run_at);
 	values[2] = Int64GetDatum(wake->id);
 	values[3] = Int32GetDatum((int32) wake->queue);
-	return schedq_plan_run(&claim_still_there, values, NULL, 1, SPI_OK_SELECT) >
-		   0;
+	return schedq_plan_run(&claim_still_there[claim_checks_budgets()], values,
+						   NULL, 1, SPI_OK_SELECT) > 0;
 }
 
 /*
@@ -717,7 +748,8 @@ schedq_task_claim_sql_ready(int limit)
 
 	if (limit <= 0)
 		return 0;
-	schedq_plan_run(&claim_sql_ready, values, NULL, 1, SPI_OK_SELECT);
+	schedq_plan_run(&claim_sql_ready[claim_checks_budgets()], values, NULL, 1,
+					SPI_OK_SELECT);
 	return (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1,
 											 &isnull));
