@@ -91,3 +91,9 @@ SELECT kind FROM schedq.claim('w', queues => '{none}');
 DELETE FROM schedq.budget;
 SELECT kind FROM schedq.claim('w', queues => '{del2}');
 CALL schedq.await_task(queues => '{del2}', wait => '0.5 s');
+-- Once a budget changes through set_budget, this session's claims see
+-- that none is left: budgets are not checked, and the task is claimed
+-- uncharged.
+SELECT schedq.set_budget('again', 1);
+DELETE FROM schedq.budget;
+SELECT kind FROM schedq.claim('w', queues => '{del2}');

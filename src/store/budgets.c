@@ -21,8 +21,9 @@
  *	  one node for every row lock of a reference table; the UPDATEs lock
  *	  every copy.  So the admissions of every budget, and set_budget, take
  *	  turns across the cluster, each until its claim commits, on every
- *	  node, in two phases.  A budget already full is seen first, without a
- *	  lock, in this node's copy: a task it holds back takes no lock.
+ *	  node, in two phases.  A budget already full, or missing, is seen
+ *	  first, without a lock, in this node's copy: a task it holds back
+ *	  takes no lock.
  *	  (api/claim's waits roll back a claim that took nothing,
  *	  store/task_citus.c, so that a refused admission holds nothing.)
  * A refusal after the lock, for want of room, is a claim's contention
