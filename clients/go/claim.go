@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v4"
 )
 
 // The statements of the claim loop.
@@ -50,37 +51,34 @@ func (w *Worker) successes(l *loop) ([]string, []*string) {
 }
 
 // completeAndClaim completes l.ok and claims up to free tasks (at most a
-// batch) in one statement, and starts their handlers; it returns how many
-// it claimed.
-func (w *Worker) completeAndClaim(ctx context.Context, l *loop, free int) (int, error) {
+// batch) in one statement; it returns the tasks claimed, counted as
+// running, and their handlers' contexts, for runBatch.
+func (w *Worker) completeAndClaim(ctx context.Context, l *loop, free int) ([]*Job, []context.Context, error) {
 	n := min(free, w.cfg.BatchSize)
 	if n == 0 {
-		return 0, w.completeMany(ctx, l)
+		return nil, nil, w.completeMany(ctx, l)
 	}
 	tokens, results := w.successes(l)
 	var queues any
 	if w.cfg.Queues != nil {
 		queues = w.cfg.Queues
 	}
-	rows, err := w.pool.Query(ctx, completeAndClaimSQL, tokens, w.cfg.Name, results,
-		queues, w.cfg.Caps, n, w.cfg.Lease)
-	if err != nil {
-		return 0, wrap(err)
-	}
 	var jobs []*Job
-	for rows.Next() {
-		j := &Job{worker: w}
-		var payload []byte
-		if err := rows.Scan(&j.ID, &j.Attempt, &j.Queue, &j.Kind, &payload, &j.Priority,
-			&j.RunID, &j.LeaseExpiresAt, &j.Token); err != nil {
-			rows.Close()
-			return 0, wrap(err)
+	err := w.loopQuery(ctx, func(rows pgx.Rows) error {
+		for rows.Next() {
+			j := &Job{worker: w}
+			var payload []byte
+			if err := rows.Scan(&j.ID, &j.Attempt, &j.Queue, &j.Kind, &payload, &j.Priority,
+				&j.RunID, &j.LeaseExpiresAt, &j.Token); err != nil {
+				return err
+			}
+			j.Payload = payload
+			jobs = append(jobs, j)
 		}
-		j.Payload = payload
-		jobs = append(jobs, j)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, wrap(err)
+		return nil
+	}, completeAndClaimSQL, tokens, w.cfg.Name, results, queues, w.cfg.Caps, n, w.cfg.Lease)
+	if err != nil {
+		return nil, nil, wrap(err)
 	}
 	// Committed: the completions are done.
 	for _, f := range l.ok {
@@ -97,38 +95,7 @@ func (w *Worker) completeAndClaim(ctx context.Context, l *loop, free int) (int, 
 	}
 	w.mu.Unlock()
 	l.running += len(jobs)
-	if len(jobs) > 0 {
-		go w.runBatch(jobs, ctxs, l)
-	}
-	return len(jobs), nil
-}
-
-// handoffAfter is how long a batch's handlers run one after another
-// before the rest of the batch is handed to goroutines of their own.
-const handoffAfter = 100 * time.Microsecond
-
-// runBatch runs the handlers of a batch one after another in one
-// goroutine, which is what short handlers cost least with; once the batch
-// has run for handoffAfter, the jobs not yet started go to a goroutine
-// each, so that no handler waits longer than that behind others.  After
-// Abort, the jobs not yet started are not run.
-func (w *Worker) runBatch(jobs []*Job, ctxs []context.Context, l *loop) {
-	var next atomic.Int32 // the next job not yet started
-	take := func() int {
-		if w.aborted() {
-			return len(jobs)
-		}
-		return int(next.Add(1)) - 1
-	}
-	t := time.AfterFunc(handoffAfter, func() {
-		for i := take(); i < len(jobs); i = take() {
-			go w.runJob(ctxs[i], jobs[i], l.done)
-		}
-	})
-	defer t.Stop()
-	for i := take(); i < len(jobs); i = take() {
-		w.runJob(ctxs[i], jobs[i], l.done)
-	}
+	return jobs, ctxs, nil
 }
 
 // completeMany completes l.ok and claims nothing (when stopping).

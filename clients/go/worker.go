@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log"
 	"math/rand"
+	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgconn"
+	"github.com/jackc/pgx/v4"
 	"github.com/jackc/pgx/v4/pgxpool"
 )
 
@@ -81,6 +84,18 @@ type Worker struct {
 
 	mu   sync.Mutex
 	live map[string]*inHand // by token: running, or finished and not yet reported
+
+	// The connection the claim loop's statement runs on, while it runs
+	// (see loopQuery), and whether Abort expired its deadline.
+	loopMu      sync.Mutex
+	loopConn    net.Conn
+	loopExpired bool
+
+	// The batch whose handlers the claim loop runs, and the watchdog's
+	// sleep (see batch.go).
+	inline    atomic.Pointer[batch]
+	dogAsleep atomic.Bool
+	dogWake   chan struct{}
 }
 
 type inHand struct {
@@ -131,7 +146,7 @@ func NewWorker(pool *pgxpool.Pool, cfg WorkerConfig) *Worker {
 		cfg.Logf = log.Printf
 	}
 	return &Worker{pool: pool, cfg: cfg, handlers: map[string]Handler{},
-		stop: make(chan struct{}), abort: make(chan struct{}),
+		stop: make(chan struct{}), abort: make(chan struct{}), dogWake: make(chan struct{}, 1),
 		live: map[string]*inHand{}}
 }
 
@@ -150,15 +165,18 @@ func (w *Worker) Abort() { w.abortOnce.Do(func() { close(w.abort) }) }
 
 // loop is the state of Run's claim loop.
 type loop struct {
-	done     chan finished
-	ok, bad  []finished // successes to complete, failures to report
-	running  int
-	backoff  time.Duration
-	awaiting bool
-	awaitErr chan error
-	since    time.Time   // when the oldest outcome not yet sent came
-	timer    *time.Timer // for CompleteDelay
-	cancelAw context.CancelFunc
+	ctx       context.Context // the loop's statements': canceled by Abort
+	result    chan error      // the loop's end (see ownLoop)
+	needClaim bool
+	done      chan finished
+	ok, bad   []finished // successes to complete, failures to report
+	running   int
+	backoff   time.Duration
+	awaiting  bool
+	awaitErr  chan error
+	since     time.Time   // when the oldest outcome not yet sent came
+	timer     *time.Timer // for CompleteDelay
+	cancelAw  context.CancelFunc
 }
 
 const firstBackoff, mostBackoff = 100 * time.Millisecond, 2 * time.Second
@@ -198,20 +216,29 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-w.abort:
 			cancel()
+			w.interruptLoop()
 		case <-runDone:
 		}
 	}()
 	go w.heartbeats(actx, runDone)
+	go w.watchdog(runDone)
 
-	l := &loop{done: make(chan finished, w.cfg.Concurrency), backoff: firstBackoff,
+	l := &loop{ctx: actx, result: make(chan error, 1), needClaim: true,
+		done: make(chan finished, w.cfg.Concurrency), backoff: firstBackoff,
 		awaitErr: make(chan error, 1)}
-	fatal := w.claimLoop(actx, l)
-	if l.cancelAw != nil {
-		l.cancelAw()
+	go w.ownLoop(l)
+	var fatal error
+	select {
+	case fatal = <-l.result:
+	case <-w.abort: // the loop may be in a handler: l is still its
+		fatal = ErrAborted
 	}
 	if errors.Is(fatal, ErrAborted) {
 		w.cancelAll()
 		return ErrAborted
+	}
+	if l.cancelAw != nil {
+		l.cancelAw()
 	}
 	// Drain: the running handlers finish, then their outcomes are sent.
 	for l.running > 0 {
@@ -242,12 +269,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	return fatal
 }
 
+// errHandedOff: the claim loop goes on in another goroutine.
+var errHandedOff = errors.New("schedq: claim loop handed off")
+
+// ownLoop runs the claim loop in this goroutine until it ends (its error
+// goes to l.result) or is handed to another one (runBatch).
+func (w *Worker) ownLoop(l *loop) {
+	if err := w.claimLoop(l); err != errHandedOff {
+		l.result <- err
+	}
+}
+
 // claimLoop runs until Stop (nil), Abort (ErrAborted) or an error that
-// is not a lost connection (returned).
-func (w *Worker) claimLoop(actx context.Context, l *loop) error {
-	needClaim := true
-	l.timer = time.NewTimer(time.Hour)
-	defer l.timer.Stop()
+// is not a lost connection (returned), or until runBatch hands it to
+// another goroutine (errHandedOff).
+func (w *Worker) claimLoop(l *loop) error {
+	actx := l.ctx
+	if l.timer == nil {
+		l.timer = time.NewTimer(time.Hour)
+	}
 	for {
 		// Collect what finished meanwhile.
 		for more := true; more; {
@@ -286,14 +326,15 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 				ready = true
 			}
 		}
-		if (outcomes && ready) || (!outcomes && needClaim && free > 0) {
+		if (outcomes && ready) || (!outcomes && l.needClaim && free > 0) {
 			err := w.reportFailures(actx, l)
-			n := 0
+			var jobs []*Job
+			var ctxs []context.Context
 			if err == nil {
-				n, err = w.completeAndClaim(actx, l, free)
+				jobs, ctxs, err = w.completeAndClaim(actx, l, free)
 			}
 			if err != nil {
-				needClaim = true
+				l.needClaim = true
 				if w.aborted() {
 					return ErrAborted
 				}
@@ -304,9 +345,13 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 				continue
 			}
 			l.backoff = firstBackoff
-			needClaim = n > 0 && n == min(free, w.cfg.BatchSize)
-			if !needClaim && !l.awaiting && free > n {
+			n := len(jobs)
+			l.needClaim = n > 0 && n == min(free, w.cfg.BatchSize)
+			if !l.needClaim && !l.awaiting && free > n {
 				w.startAwait(l)
+			}
+			if n > 0 && w.runBatch(l, jobs, ctxs) {
+				return errHandedOff
 			}
 			continue
 		}
@@ -316,7 +361,7 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 			w.sort(l, f)
 		case err := <-l.awaitErr:
 			l.awaiting = false
-			needClaim = true
+			l.needClaim = true
 			if err != nil && !w.stopped() && !w.aborted() {
 				if !connectionLost(err) {
 					return wrap(err)
@@ -327,6 +372,57 @@ func (w *Worker) claimLoop(actx context.Context, l *loop) error {
 		case <-w.stop:
 		case <-w.abort:
 		}
+	}
+}
+
+// loopQuery runs the claim loop's statement on a connection of the pool
+// and calls scan with its rows.  The statement gets no cancelable
+// context: pgx watches such a context with a goroutine of its own for
+// every statement, which more than doubled the library's CPU time per
+// task.  Abort interrupts it instead (interruptLoop), the way pgx does
+// on a canceled context: by expiring the connection's deadline, which
+// fails the statement and closes that connection.
+func (w *Worker) loopQuery(ctx context.Context, scan func(pgx.Rows) error,
+	sql string, args ...any) error {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	w.loopMu.Lock()
+	if w.aborted() {
+		w.loopMu.Unlock()
+		return ErrAborted
+	}
+	w.loopConn, w.loopExpired = conn.Conn().PgConn().Conn(), false
+	w.loopMu.Unlock()
+	defer func() {
+		w.loopMu.Lock()
+		if w.loopExpired { // too late to fail the statement: undo it
+			w.loopConn.SetDeadline(time.Time{})
+		}
+		w.loopConn = nil
+		w.loopMu.Unlock()
+	}()
+	rows, err := conn.Query(context.Background(), sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := scan(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// interruptLoop fails the claim loop's statement in flight, if any.
+func (w *Worker) interruptLoop() {
+	w.loopMu.Lock()
+	defer w.loopMu.Unlock()
+	if w.loopConn != nil {
+		w.loopConn.SetDeadline(time.Now().Add(-time.Second))
+		w.loopExpired = true
 	}
 }
 

@@ -134,28 +134,87 @@ func TestWorkerHandlersRunAtOnce(t *testing.T) {
 }
 
 // TestWorkerOutcomeNotHeldBehindSlowHandler: a quick task of a batch is
-// completed while a slow one of the same batch still runs.
+// completed while a slow one of the same batch still runs (the claim loop
+// runs a batch's handlers itself, and hands itself off behind a slow
+// one): on a fresh worker, and again once it has waited idle in
+// await_task long enough for its watchdog to sleep.
 func TestWorkerOutcomeNotHeldBehindSlowHandler(t *testing.T) {
 	pool := newPool(t, "schedq-test")
-	queue, fast, slow := name(t, "q"), name(t, "fast"), name(t, "slow")
+	queue, fast, slow, app := name(t, "q"), name(t, "fast"), name(t, "slow"), name(t, "w")
+	var mu sync.Mutex
 	release := make(chan struct{})
-	quick := submitN(t, pool, 1, fast, queue, nil) // first in claim order
-	long := submitN(t, pool, 1, slow, queue, nil)
-	startWorker(t, name(t, "w"), schedq.WorkerConfig{Queues: []string{queue}, Concurrency: 2},
+	gate := func() chan struct{} { mu.Lock(); defer mu.Unlock(); return release }
+	submit := func() (ids []int64) {
+		quick := submitN(t, pool, 1, fast, queue, nil) // first in claim order
+		return append(quick, submitN(t, pool, 1, slow, queue, nil)...)
+	}
+	first := submit() // before the worker starts: one claim takes both
+	startWorker(t, app, schedq.WorkerConfig{Queues: []string{queue}, Concurrency: 2},
 		map[string]schedq.Handler{
 			fast: func(ctx context.Context, j *schedq.Job) (any, error) { return nil, nil },
 			slow: func(ctx context.Context, j *schedq.Job) (any, error) {
 				select {
-				case <-release:
+				case <-gate():
 				case <-time.After(30 * time.Second):
 				}
 				return nil, nil
 			}})
-	waitFor(t, pool, 10*time.Second, "done running",
-		"SELECT string_agg(status::text, ' ' ORDER BY id = $2) FROM schedq.task WHERE id = ANY($1)",
-		append(quick, long...), long[0])
-	close(release)
-	waitFor(t, pool, 10*time.Second, "done", "SELECT status::text FROM schedq.task WHERE id = $1", long[0])
+	for round, ids := range [][]int64{first, nil} {
+		if round == 1 {
+			waitFor(t, pool, 10*time.Second, "1", `SELECT count(*)::text FROM pg_stat_activity
+			  WHERE application_name = $1 AND query LIKE '%await_task%' AND state = 'active'
+			    AND query_start < now() - interval '300 ms'`, app)
+			mu.Lock()
+			release = make(chan struct{})
+			mu.Unlock()
+			ids = submit()
+		}
+		waitFor(t, pool, 10*time.Second, "done running",
+			"SELECT string_agg(status::text, ' ' ORDER BY id = $2) FROM schedq.task WHERE id = ANY($1)",
+			ids, ids[1])
+		close(gate())
+		waitFor(t, pool, 10*time.Second, "done", "SELECT status::text FROM schedq.task WHERE id = $1", ids[1])
+	}
+}
+
+// TestWorkerAbortInterruptsTheClaim: Abort ends a claim statement that
+// waits on the server (here behind a lock of the task table), so that Run
+// returns and the worker's pool closes at once rather than when the lock
+// goes (the claim loop's statement runs without a cancelable context).
+func TestWorkerAbortInterruptsTheClaim(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, "schedq-test")
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE schedq.task IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	app := name(t, "w")
+	wpool := newPool(t, app)
+	w := schedq.NewWorker(wpool, schedq.WorkerConfig{Queues: []string{name(t, "q")}, Concurrency: 2, Logf: t.Logf})
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	waitFor(t, pool, 10*time.Second, "1",
+		"SELECT count(*)::text FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", app)
+	w.Abort()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, schedq.ErrAborted) {
+			t.Fatalf("Run returned %v after Abort", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5 s of Abort")
+	}
+	closed := make(chan struct{})
+	go func() { wpool.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker's pool did not close within 5 s of Abort: its claim still runs")
+	}
 }
 
 func TestWorkerSurvivesLostConnections(t *testing.T) {

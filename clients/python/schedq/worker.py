@@ -8,9 +8,10 @@ are reported at once (schedq.fail). When there is nothing to claim the
 loop waits in schedq.await_task, holding nothing. Heartbeats go out
 every third of the lease for every running task, in one statement, on a
 second connection, which also carries progress reports and failures.
-A claimed batch's handlers start one after another in one handler
-thread; a watchdog hands the rest of the batch to other threads once the
-batch has run for HANDOFF.
+A claimed batch's handlers run one after another in the loop's own
+thread; a watchdog hands the rest of the batch to the handler threads,
+and the loop to a new thread, once the batch has run for one to two
+ticks of HANDOFF.
 """
 
 from __future__ import annotations
@@ -105,36 +106,37 @@ class Task:
 
 Handler = Callable[[Task], Any]
 
-# How long a batch's handlers run one after another before the rest of
-# the batch goes to other handler slots (Pool._watchdog).
+# The watchdog's tick (Pool._watchdog): a batch seen running in the loop's
+# thread at two ticks in a row is handed off. It sleeps after IDLE_TICKS
+# ticks without a batch.
 HANDOFF = 0.001
+IDLE_TICKS = 100
+
+
+class _HandedOff(Exception):
+    """The claim loop goes on in another thread (Pool._hand_off)."""
 
 
 class _Batch:
-    """The tasks of one claim. A handler slot starts them one after
-    another, which costs short handlers least (no thread switch a task);
-    once the batch has run for HANDOFF, the watchdog hands it to other
-    slots as well, which take its remaining tasks."""
+    """The tasks of one claim, run one after another by the claim loop's
+    thread, which costs short handlers least (no thread to wake for each
+    batch, no switch of the GIL); once handed off, the handler slots take
+    its remaining tasks."""
 
-    def __init__(self, tasks: List[Task]) -> None:
+    def __init__(self, tasks: List[Task], conn: "psycopg.Connection[Tuple[Any, ...]]") -> None:
         self.tasks = tasks
+        self.conn = conn  # the claim loop's, for the thread it is handed to
         self.next = 0  # the next task not yet started
-        self.since = 0.0  # when its first task started
-        self.shared = False  # handed to other slots
+        self.handed = False  # handed off
+        self.ran = False  # ran to its end in the loop's thread
         self.lock = threading.Lock()
 
     def take(self) -> Optional[Task]:
         with self.lock:
             if self.next >= len(self.tasks):
                 return None
-            if self.next == 0:
-                self.since = time.monotonic()
             self.next += 1
             return self.tasks[self.next - 1]
-
-    def left(self) -> int:
-        with self.lock:
-            return len(self.tasks) - self.next
 
 
 def reason(error: BaseException) -> str:
@@ -235,7 +237,12 @@ class Pool:
         self._done: List[Tuple[Task, Any]] = []  # successes not yet committed
         self._work: "queue_mod.SimpleQueue[Optional[_Batch]]" = queue_mod.SimpleQueue()
         self._watch = threading.Condition()  # the watchdog's
-        self._batches: List[_Batch] = []  # batches with more than one task, for the watchdog
+        self._inline: Optional[_Batch] = None  # the batch the loop's thread runs
+        self._dog_asleep = False
+        # run() returns: the claim loop ended, wherever it ran (its error
+        # in _error), or stop(now=True).
+        self._release = threading.Event()
+        self._error: Optional[BaseException] = None
         self._waiting: Optional[psycopg.Connection[Any]] = None  # in await_task
         self._woken = False
         self._aux = _Aux(self)
@@ -262,6 +269,7 @@ class Pool:
         self._stopping.set()
         if now:
             self._hard.set()
+            self._release.set()
         self._wake()
 
     def _on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
@@ -328,8 +336,15 @@ class Pool:
         beat.start()
         watchdog = threading.Thread(target=self._watchdog, daemon=True, name="schedq-watchdog")
         watchdog.start()
+        # The claim loop runs in a thread of its own (it runs handlers, and
+        # moves to a new thread behind a slow one): this one waits, and
+        # takes the signals.
+        threading.Thread(target=self._own_loop, daemon=True, name="schedq-loop").start()
         try:
-            self._main()
+            while not self._release.wait(1.0):
+                pass
+            if self._error is not None:
+                raise self._error
         finally:
             self._stopping.set()
             for _ in threads:
@@ -350,30 +365,46 @@ class Pool:
         log.info("stopped")
         return left == 0
 
-    def _main(self) -> None:
+    def _own_loop(self, conn: "Optional[psycopg.Connection[Tuple[Any, ...]]]" = None) -> None:
+        """Runs the claim loop in this thread until it ends (_release, its
+        error in _error) or is handed to another thread."""
+        try:
+            if self._main(conn):
+                return
+        except BaseException as e:
+            self._error = e
+        self._release.set()
+
+    def _main(self, conn: "Optional[psycopg.Connection[Tuple[Any, ...]]]" = None) -> bool:
+        """The claim loop, connecting again after a lost connection; conn:
+        the loop's, when it is handed over. True when it was handed off."""
         backoff = 0.1
-        connected = False
+        connected = conn is not None
         while not self._hard.is_set():
-            try:
-                conn = self._connect()
-            except psycopg.OperationalError as e:
-                if not connected:
-                    raise ConnectError(f"could not connect: {reason(e)}", cause=e) from e
-                self._pause(f"connection failed ({first_line(e)})", backoff)
-                backoff = min(backoff * 2, 2.0)
-                continue
-            log.info("connected to %s:%s", conn.info.host, conn.info.port)
-            try:
-                with conn:
+            if conn is None:
+                try:
+                    conn = self._connect()
+                except psycopg.OperationalError as e:
                     if not connected:
-                        client.check_version(conn)
-                    connected = True
-                    backoff = 0.1
-                    self._loop(conn)
-                    return
+                        raise ConnectError(f"could not connect: {reason(e)}", cause=e) from e
+                    self._pause(f"connection failed ({first_line(e)})", backoff)
+                    backoff = min(backoff * 2, 2.0)
+                    continue
+                log.info("connected to %s:%s", conn.info.host, conn.info.port)
+            handed = False
+            try:
+                if not connected:
+                    client.check_version(conn)
+                connected = True
+                backoff = 0.1
+                self._loop(conn)
+                return False
+            except _HandedOff:
+                handed = True
+                return True
             except _TRANSIENT as e:
                 if self._hard.is_set():
-                    return
+                    return False
                 lost = "server read-only" if e.sqlstate == "25006" else "connection lost"
                 self._pause(f"{lost} ({first_line(e)})", backoff)
                 backoff = min(backoff * 2, 2.0)
@@ -385,6 +416,11 @@ class Pool:
             except psycopg.Error as e:
                 self._hard.set()
                 raise from_psycopg(e) from e
+            finally:
+                if not handed:
+                    conn.close()
+                    conn = None
+        return False
 
     def _pause(self, what: str, backoff: float) -> None:
         delay = backoff * random.uniform(0.75, 1.25)
@@ -434,9 +470,9 @@ class Pool:
                 ([t.token for t, _ in done], self.name, [_result(r) for _, r in done],
                  self.queues, self.caps, n, self.lease),
             ).fetchall()
-            self._acked(done)
-            self._dispatch(rows)
             self.statements += 1
+            self._acked(done)
+            self._dispatch(conn, rows)
             if rows or done:
                 continue
             self._await(conn)
@@ -487,7 +523,11 @@ class Pool:
         for task, _ in done:
             self._outcome(task, "stale" if task._stale else "done")
 
-    def _dispatch(self, rows: List[Tuple[Any, ...]]) -> None:
+    def _dispatch(self, conn: "psycopg.Connection[Tuple[Any, ...]]",
+                  rows: List[Tuple[Any, ...]]) -> None:
+        """Runs the claimed tasks' handlers in this thread, the loop's;
+        raises _HandedOff when the loop went on in another thread
+        meanwhile (this one then ends)."""
         tasks = [Task(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], self) for r in rows]
         if not tasks:
             return
@@ -495,12 +535,35 @@ class Pool:
             self._busy += len(tasks)
             for task in tasks:
                 self._running[task.token] = task
-        batch = _Batch(tasks)
-        if len(tasks) > 1:
+        batch = _Batch(tasks, conn)
+        self._inline = batch
+        if self._dog_asleep:
             with self._watch:
-                self._batches.append(batch)
+                self._dog_asleep = False
                 self._watch.notify()
-        self._work.put(batch)
+        job = batch.take()
+        while job is not None and not self._hard.is_set():
+            self._run_task(job)
+            job = batch.take()
+        with batch.lock:
+            if self._inline is batch:
+                self._inline = None
+            batch.ran = not batch.handed
+        if not batch.ran:
+            raise _HandedOff()
+
+    def _hand_off(self, batch: _Batch) -> None:
+        """The batch's tasks not yet started go to the handler slots, and
+        the claim loop to a new thread, unless the batch already ran."""
+        with batch.lock:
+            if batch.ran or batch.handed:
+                return
+            batch.handed = True
+            left = len(batch.tasks) - batch.next
+        for _ in range(left):
+            self._work.put(batch)
+        threading.Thread(target=self._own_loop, args=(batch.conn,), daemon=True,
+                         name="schedq-loop").start()
 
     # --- handler slots
 
@@ -515,19 +578,28 @@ class Pool:
                 task = batch.take()
 
     def _watchdog(self) -> None:
-        """Hands a batch that has run for HANDOFF to as many other slots as
-        it has tasks left."""
+        """Hands off a batch seen running in the loop's thread at two ticks
+        in a row. It ticks only while batches come (a wake-up of this
+        thread for each batch cost the pool a tenth of its rate), and
+        sleeps after IDLE_TICKS ticks without one, until _dispatch wakes
+        it."""
+        seen: Optional[_Batch] = None
+        idle = 0
         with self._watch:
             while not self._hard.is_set():
-                self._batches = [b for b in self._batches if b.left() > 0 and not b.shared]
-                self._watch.wait(HANDOFF if self._batches else 1.0)
-                now = time.monotonic()
-                for b in self._batches:
-                    left = b.left()
-                    if left > 0 and b.since and now - b.since >= HANDOFF:
-                        b.shared = True
-                        for _ in range(left):
-                            self._work.put(b)
+                if idle < IDLE_TICKS:
+                    self._watch.wait(HANDOFF)
+                else:
+                    self._dog_asleep = True
+                    if self._inline is None:  # else _dispatch may have missed it
+                        self._watch.wait()
+                    self._dog_asleep = False
+                    idle = 0
+                batch = self._inline
+                if batch is not None and batch is seen:
+                    self._hand_off(batch)
+                seen = batch
+                idle = 0 if batch is not None else idle + 1
 
     def _run_task(self, task: Task) -> None:
         task._started = time.monotonic()

@@ -72,6 +72,40 @@ def test_a_slow_handler_hands_its_batch_to_other_slots(admin: Any, queue: str, s
     assert statuses(admin, queue) == {"done": 8}
 
 
+def test_an_outcome_is_not_held_behind_a_slow_handler(admin: Any, queue: str,
+                                                      start: Any) -> None:
+    """The claim loop runs a batch's handlers itself and moves to a new
+    thread behind a slow one: a quick task's completion is committed
+    while a slow one of the same batch still runs. On a fresh pool, and
+    again once it has waited idle in await_task long enough for its
+    watchdog to sleep."""
+    release = threading.Event()
+
+    def slow(task: schedq.Task) -> Any:
+        release.wait(30)
+        return None
+
+    def submit() -> List[int]:
+        return [value(admin, "SELECT schedq.submit(%s, queue => %s)", kind, queue)
+                for kind in ("fast", "slow")]  # the quick one first in claim order
+
+    ids = submit()  # before the pool starts: one claim takes both
+    run = start({"fast": lambda task: None, "slow": slow}, concurrency=2,
+                application_name=queue)
+    for round in range(2):
+        if round == 1:
+            poll(admin, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+                 " AND query LIKE '%%await_task%%' AND state = 'active'"
+                 " AND query_start < now() - interval '300 ms'", 1, queue)
+            release.clear()
+            ids = submit()
+        poll(admin, "SELECT string_agg(status::text, ' ' ORDER BY id = %s) FROM schedq.task"
+             " WHERE id = ANY(%s)", "done running", ids[1], ids)
+        release.set()
+        poll(admin, "SELECT status::text FROM schedq.task WHERE id = %s", "done", ids[1])
+    assert run.stop() is True
+
+
 def test_retries_and_back_off(admin: Any, queue: str, start: Any) -> None:
     seen: List[int] = []
     at: List[float] = []
