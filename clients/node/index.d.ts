@@ -147,9 +147,9 @@ export interface WorkerOptions {
 	 * (0).  They are running in schedq (heartbeaten) from their claim, and
 	 * a drain runs them too. */
 	prefetch?: number;
-	/** Most tasks one claim asks for (concurrency; with a prefetch, half
-	 * of concurrency + prefetch, so that the next claim is on its way while
-	 * the handlers work; at most 1000). */
+	/** Most tasks one claim asks for (concurrency, or prefetch when
+	 * larger; at most 1000).  While claimed tasks wait for a handler, the
+	 * next claim waits until a whole batch fits. */
 	batch?: number;
 	/** Seconds (30); heartbeats every third of it. */
 	lease?: number;

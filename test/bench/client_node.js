@@ -3,7 +3,7 @@
 //                                    Worker, 8 handlers, one process
 //   node client_node.js lib500 ...   the same with prefetch 500 (tasks
 //                                    claimed ahead, as graphile-worker's
-//                                    localQueue; claims of 254)
+//                                    localQueue; claims of 500)
 //   node client_node.js raw CONN N   the same statements without the
 //                                    library: one loop of
 //                                    complete_and_claim(tokens, ..., n => 8)

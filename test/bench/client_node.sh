@@ -13,8 +13,8 @@
 #         is lib / raw);
 #   lib500, raw500  the same two with 500 tasks in hand: the library's
 #         prefetch 500 (claimed ahead of a free handler, as
-#         graphile-worker's localQueue; it claims 254 at a time, the next
-#         claim on its way while the handlers work), and the loop with
+#         graphile-worker's localQueue; it claims 500 at a time, once
+#         the tasks in hand have all started), and the loop with
 #         n => 500, its tasks run 8 at a time;
 #   gw    BENCH_TASKS no-op jobs drained by graphile-worker 0.17.3 at its
 #         best: 8 handlers (concurrency 8), localQueue size 500,

@@ -137,8 +137,8 @@ class Worker extends EventEmitter {
 	 * options: handlers ({kind: async (job) => result}), connection (see
 	 * connect.js), queues (null: every queue), caps, concurrency (8),
 	 * prefetch (tasks claimed ahead of a free handler, 0), batch (most
-	 * tasks a claim asks for: concurrency, or with a prefetch half of
-	 * concurrency + prefetch; at most 1000), lease and wait
+	 * tasks a claim asks for: concurrency, or prefetch when larger; at
+	 * most 1000), lease and wait
 	 * (seconds: 30, 30), name (host:pid), handleSignals (true), log (a
 	 * function given one line per event, e.g. console.log).
 	 */
@@ -152,10 +152,8 @@ class Worker extends EventEmitter {
 		this.caps = o.caps ? [...o.caps] : [];
 		this.concurrency = o.concurrency || 8;
 		this.prefetch = o.prefetch || 0;
-		// With a prefetch, claims of half the room: the next claim is on its
-		// way while the handlers work through the tasks in hand.
-		const half = Math.ceil((this.concurrency + this.prefetch) / 2);
-		this.batch = Math.min(o.batch || Math.max(this.concurrency, this.prefetch ? half : 0), 1000);
+		// With a prefetch, claims of a prefetch's worth (see _work).
+		this.batch = Math.min(o.batch || Math.max(this.concurrency, this.prefetch), 1000);
 		this.lease = o.lease || 30;
 		this.wait = o.wait || 30;
 		this.handleSignals = o.handleSignals !== false;
@@ -373,6 +371,14 @@ class Worker extends EventEmitter {
 			if (n <= 0) {
 				if (this.done.length > 0) await this._completeMany(conns.main);
 				else await this._changedPromise();
+				continue;
+			}
+			if (n < this.batch && this.buffer.length > 0) {
+				// Claimed tasks still wait for a handler: the next claim
+				// waits until a whole batch fits, and takes the completions
+				// with it. Claims of a few tasks each cost a statement and a
+				// commit, where a batch's cost hardly more than one.
+				await this._changedPromise();
 				continue;
 			}
 			const claimed = await this._completeAndClaim(conns.main, n);

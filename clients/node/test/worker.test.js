@@ -362,6 +362,31 @@ test('the first connection fails: CouldNotConnect; a role without privileges: Pe
 	}
 });
 
+test('prefetch: claims of a whole batch, none of a few tasks while some wait in hand', async () => {
+	const w = start({
+		concurrency: 2,
+		prefetch: 30,
+		handlers: {
+			async work() {
+				await new Promise((r) => setTimeout(r, 1));
+				return null;
+			},
+		},
+	});
+	const ids = await submitN(w.queue, 'work', 100);
+	await until(() => w.outcomes.length === 100, 60, '100 outcomes');
+	w.worker.stop();
+	await w.running;
+	// The tasks of one claim share its start time.
+	const sizes = (
+		await db.query(
+			'SELECT count(*)::int AS n FROM schedq.task WHERE id = ANY($1::bigint[]) GROUP BY started_at ORDER BY min(id)',
+			[ids]
+		)
+	).rows.map((r) => r.n);
+	assert.deepEqual(sizes, [30, 30, 30, 10], `claims of 30 (the prefetch), the last of what was left: ${sizes}`);
+});
+
 test('prefetch: tasks claimed ahead of a free handler, run once each, drained by stop()', async () => {
 	let most = 0;
 	let stopAt = null;
