@@ -132,6 +132,10 @@ class Job {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/* With a prefetch, the longest a success waits for the next claim to
+ * carry its completion (ms); then it is completed on its own. */
+const COMPLETE_WITHIN = 100;
+
 class Worker extends EventEmitter {
 	/*
 	 * options: handlers ({kind: async (job) => result}), connection (see
@@ -177,6 +181,7 @@ class Worker extends EventEmitter {
 		this.running = false;
 		this._wake = null;
 		this._changed = null;
+		this._completeTimer = null;
 		this._awaiting = null;
 		this._sessionError = null;
 		this._reporting = false;
@@ -377,7 +382,20 @@ class Worker extends EventEmitter {
 				// Claimed tasks still wait for a handler: the next claim
 				// waits until a whole batch fits, and takes the completions
 				// with it. Claims of a few tasks each cost a statement and a
-				// commit, where a batch's cost hardly more than one.
+				// commit, where a batch's cost hardly more than one. A
+				// success waits at most COMPLETE_WITHIN for it.
+				const held = this.done.length > 0 ? Date.now() - this.done[0][3] : 0;
+				if (held >= COMPLETE_WITHIN) {
+					await this._completeMany(conns.main);
+					continue;
+				}
+				if (this.done.length > 0 && !this._completeTimer) {
+					this._completeTimer = setTimeout(() => {
+						this._completeTimer = null;
+						this._notify();
+					}, COMPLETE_WITHIN - held);
+					this._completeTimer.unref();
+				}
 				await this._changedPromise();
 				continue;
 			}
@@ -503,7 +521,8 @@ class Worker extends EventEmitter {
 	}
 
 	_ended(job, started, err, result) {
-		const ms = Date.now() - started;
+		const now = Date.now();
+		const ms = now - started;
 		this.inflight--;
 		if (this.hard) return;
 		this._fill();
@@ -518,7 +537,7 @@ class Worker extends EventEmitter {
 			} catch (e) {
 				json = e;
 			}
-			if (typeof json === 'string' || json === null || json === undefined) this.done.push([job, json ?? null, ms]);
+			if (typeof json === 'string' || json === null || json === undefined) this.done.push([job, json ?? null, ms, now]);
 			else {
 				this.failures.push([job, failure(new PermanentFailure(`the result is not JSON: ${json.message}`)), ms]);
 				this._reportFailures();

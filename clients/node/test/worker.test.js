@@ -387,6 +387,36 @@ test('prefetch: claims of a whole batch, none of a few tasks while some wait in 
 	assert.deepEqual(sizes, [30, 30, 30, 10], `claims of 30 (the prefetch), the last of what was left: ${sizes}`);
 });
 
+test('prefetch: a success is completed within 100 ms while the claimed tasks behind it wait', async () => {
+	let release;
+	const gate = new Promise((r) => (release = r));
+	const w = start({
+		concurrency: 1,
+		prefetch: 5,
+		handlers: {
+			async work(job) {
+				if (job.payload.i > 0) await gate;
+				return null;
+			},
+		},
+	});
+	const ids = await submitN(w.queue, 'work', 6);
+	try {
+		// Task 0 ran; task 1 holds the one handler, four wait in hand:
+		// no claim fits, so task 0's completion goes on its own.
+		await until(
+			async () => (await one(db, 'SELECT status::text FROM schedq.task WHERE id = $1', [ids[0]])) === 'done',
+			10,
+			'the first task done while the others wait'
+		);
+	} finally {
+		release();
+	}
+	await until(() => w.outcomes.length === 6, 30, '6 outcomes');
+	w.worker.stop();
+	await w.running;
+});
+
 test('prefetch: tasks claimed ahead of a free handler, run once each, drained by stop()', async () => {
 	let most = 0;
 	let stopAt = null;
