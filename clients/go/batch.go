@@ -66,6 +66,7 @@ func (w *Worker) handOff(b *batch) {
 	if !b.owner.CompareAndSwap(0, 2) {
 		return
 	}
+	w.inline.CompareAndSwap(b, nil) // the watchdog may sleep meanwhile
 	for i := b.take(w); i < len(b.jobs); i = b.take(w) {
 		go w.runJob(b.ctxs[i], b.jobs[i], b.l.done)
 	}

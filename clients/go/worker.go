@@ -240,6 +240,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if l.cancelAw != nil {
 		l.cancelAw()
 	}
+	l.timer.Stop()
 	// Drain: the running handlers finish, then their outcomes are sent.
 	for l.running > 0 {
 		select {

@@ -144,11 +144,16 @@ func TestWorkerOutcomeNotHeldBehindSlowHandler(t *testing.T) {
 	var mu sync.Mutex
 	release := make(chan struct{})
 	gate := func() chan struct{} { mu.Lock(); defer mu.Unlock(); return release }
-	submit := func() (ids []int64) {
-		quick := submitN(t, pool, 1, fast, queue, nil) // first in claim order
-		return append(quick, submitN(t, pool, 1, slow, queue, nil)...)
+	submit := func() []int64 { // in one statement: one claim takes both
+		ids, err := schedq.SubmitMany(context.Background(), pool, []schedq.NewTask{
+			{Kind: fast, Options: &schedq.SubmitOptions{Queue: queue}}, // first in claim order
+			{Kind: slow, Options: &schedq.SubmitOptions{Queue: queue}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
 	}
-	first := submit() // before the worker starts: one claim takes both
+	first := submit() // before the worker starts
 	startWorker(t, app, schedq.WorkerConfig{Queues: []string{queue}, Concurrency: 2},
 		map[string]schedq.Handler{
 			fast: func(ctx context.Context, j *schedq.Job) (any, error) { return nil, nil },

@@ -541,14 +541,16 @@ class Pool:
             with self._watch:
                 self._dog_asleep = False
                 self._watch.notify()
-        job = batch.take()
-        while job is not None and not self._hard.is_set():
-            self._run_task(job)
+        try:
             job = batch.take()
-        with batch.lock:
-            if self._inline is batch:
-                self._inline = None
-            batch.ran = not batch.handed
+            while job is not None and not self._hard.is_set():
+                self._run_task(job)
+                job = batch.take()
+        finally:
+            with batch.lock:
+                if self._inline is batch:
+                    self._inline = None
+                batch.ran = not batch.handed
         if not batch.ran:
             raise _HandedOff()
 
@@ -560,6 +562,8 @@ class Pool:
                 return
             batch.handed = True
             left = len(batch.tasks) - batch.next
+            if self._inline is batch:  # the watchdog may sleep meanwhile
+                self._inline = None
         for _ in range(left):
             self._work.put(batch)
         threading.Thread(target=self._own_loop, args=(batch.conn,), daemon=True,
@@ -614,7 +618,9 @@ class Pool:
             error, retry_in = str(e), e.retry_in
         except Permanent as e:
             error, permanent = str(e), True
-        except Exception as e:  # a bug or an outage: schedq's back-off
+        except BaseException as e:  # a bug or an outage: schedq's back-off
+            # (SystemExit, a CancelledError too: the attempt fails, the
+            # pool goes on; nothing a handler raises reaches the loop)
             error = f"{type(e).__name__}: {e}"
         else:
             with self._cond:

@@ -4,6 +4,7 @@ retries, progress, a handler's own transaction, lost connections."""
 from __future__ import annotations
 
 import collections
+import sys
 import threading
 import time
 from typing import Any, Dict, List
@@ -85,11 +86,15 @@ def test_an_outcome_is_not_held_behind_a_slow_handler(admin: Any, queue: str,
         release.wait(30)
         return None
 
-    def submit() -> List[int]:
-        return [value(admin, "SELECT schedq.submit(%s, queue => %s)", kind, queue)
-                for kind in ("fast", "slow")]  # the quick one first in claim order
+    def submit() -> List[int]:  # in one statement: one claim takes both
+        return [row[0] for row in admin.execute(
+            "SELECT id FROM schedq.submit_many(jsonb_build_array("
+            " jsonb_build_object('kind', 'fast', 'queue', %s::text),"  # first in claim order
+            " jsonb_build_object('kind', 'slow', 'queue', %s::text)))"
+            " WITH ORDINALITY AS s(id, i) ORDER BY i",
+            (queue, queue)).fetchall()]
 
-    ids = submit()  # before the pool starts: one claim takes both
+    ids = submit()  # before the pool starts
     run = start({"fast": lambda task: None, "slow": slow}, concurrency=2,
                 application_name=queue)
     for round in range(2):
@@ -103,6 +108,23 @@ def test_an_outcome_is_not_held_behind_a_slow_handler(admin: Any, queue: str,
              " WHERE id = ANY(%s)", "done running", ids[1], ids)
         release.set()
         poll(admin, "SELECT status::text FROM schedq.task WHERE id = %s", "done", ids[1])
+    assert run.stop() is True
+
+
+def test_a_handler_that_exits_fails_its_task_and_the_pool_goes_on(admin: Any, queue: str,
+                                                                  start: Any) -> None:
+    """What a handler raises, SystemExit too, fails its attempt; it never
+    reaches the claim loop (which runs handlers in its own thread)."""
+
+    def bye(task: schedq.Task) -> Any:
+        sys.exit(3)
+
+    bad = value(admin, "SELECT schedq.submit('bye', queue => %s, max_attempts => 1)", queue)
+    run = start({"bye": bye, "ok": lambda task: None})
+    poll(admin, "SELECT status::text || ' ' || last_error FROM schedq.task WHERE id = %s",
+         "failed SystemExit: 3", bad)
+    good = value(admin, "SELECT schedq.submit('ok', queue => %s)", queue)
+    poll(admin, "SELECT status::text FROM schedq.task WHERE id = %s", "done", good)
     assert run.stop() is True
 
 
