@@ -173,7 +173,7 @@ class Worker extends EventEmitter {
 		this.jobs = new Map(); // token -> Job: every attempt not yet reported
 		this.inflight = 0; // handlers running
 		this.buffer = []; // claimed, waiting for a free handler (prefetch)
-		this.done = []; // [job, result, ms] to complete
+		this.done = []; // [job, result, ms, when it ended] to complete
 		this.failures = []; // [job, failure, ms] to report with fail
 		this.conns = null;
 		this.stopping = false;
@@ -382,7 +382,7 @@ class Worker extends EventEmitter {
 				// Claimed tasks still wait for a handler: the next claim
 				// waits until a whole batch fits, and takes the completions
 				// with it. Claims of a few tasks each cost a statement and a
-				// commit, where a batch's cost hardly more than one. A
+				// commit, where a batch costs hardly more than one. A
 				// success waits at most COMPLETE_WITHIN for it.
 				const held = this.done.length > 0 ? Date.now() - this.done[0][3] : 0;
 				if (held >= COMPLETE_WITHIN) {
