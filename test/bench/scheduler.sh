@@ -65,7 +65,12 @@
 #       one key, then the next), which changes which parked tasks a freed
 #       concurrency slot wakes.  Baseline: the same workers draining as
 #       many ungated tasks (all 'available' from the start): the workers'
-#       own ceiling, so the difference is what gating costs.  Right after
+#       own ceiling, so the difference is what gating costs.  Each drain
+#       also reads the CPU time the whole machine spent (/proc/stat,
+#       sampled every 50 ms) and the scheduler's (/proc/PID/stat): the
+#       CPU time per task of the gated and the ungated drain give the
+#       highest ratio gating at that cost could reach were the CPUs the
+#       only limit, and what 0.8 x would allow it to cost.  Right after
 #       the first drain, _promote_once() is also timed as in part 4: each
 #       completion left a row in schedq.gate_event, and every pass reads
 #       that table until autovacuum has cleaned it.
@@ -588,8 +593,12 @@ fi
 # the number of gated tasks available or running is sampled every 250 ms:
 # R[active:NAME] = "mean min max" of the samples.
 drain() {
-	local name=$1 sample=${2:-} w pids=() t0 spid='' deadline alive
-	t0=$(psql_q -c "SELECT clock_timestamp()")
+	local name=$1 sample=${2:-} w pids=() t0 t0_epoch spid='' cpid deadline alive
+	# the machine's busy CPU time, sampled every 50 ms
+	cpu_sampler >"$TMP/$name.cpu" &
+	cpid=$!
+	CHILDREN+=("$cpid")
+	IFS='|' read -r t0 t0_epoch < <(psql_q -c "SELECT clock_timestamp()::text || '|' || extract(epoch FROM clock_timestamp())")
 	for ((w = 1; w <= WORKERS; w++)); do
 		if [[ ${BENCH_DRAIN_WAIT:-block} == await ]]; then
 			start_consumer "${name}_w$w" -m await -n 0 -i 3000 \
@@ -637,8 +646,42 @@ drain() {
 		R[active:$name]=$(awk 'NR == 1 { mn = $1; mx = $1 } { s += $1; if ($1 < mn) mn = $1; if ($1 > mx) mx = $1 }
 			END { if (NR) printf "%.0f %d %d\n", s / NR, mn, mx; else print "- - -" }' "$TMP/$name.samples")
 	fi
+	kill "$cpid" 2>/dev/null || true
+	wait "$cpid" 2>/dev/null || true
 	R[drain_s:$name]=$(psql_q -c "SELECT round(extract(epoch FROM max(finished_at) - '$t0'::timestamptz)::numeric, 3) FROM schedq.task")
+	# CPU seconds the whole machine spent busy from the start to the last
+	# finished task (the samples whose interval ends inside it), per task
+	R[cpu:$name]=$(awk -v a="$t0_epoch" -v b="$(calc "$t0_epoch + ${R[drain_s:$name]}")" -v n="$(psql_q -c "SELECT count(*) FROM schedq.task")" \
+		-v hz="$(getconf CLK_TCK)" \
+		'NR > 1 && $1 > a && $1 <= b { busy += ($2 - prev) / hz; wall += $1 - pt }
+		 { prev = $2; pt = $1 }
+		 END { if (n > 0 && wall > 0) printf "%.0f %.0f\n", 1e6 * busy / n, 100 * busy / wall; else print "- -" }' "$TMP/$name.cpu")
 	R[drain_done:$name]=$(psql_q -c "SELECT count(*) FILTER (WHERE status = 'done') || ' of ' || count(*) FROM schedq.task")
+}
+
+# cpu_sampler: every 50 ms, "epoch-seconds busy-clock-ticks" of the whole
+# machine (user, nice, system, irq, softirq of every CPU, from /proc/stat)
+cpu_sampler() {
+	local _ u n s i w q sq
+	while :; do
+		read -r _ u n s i w q sq _ </proc/stat
+		echo "$EPOCHREALTIME $((u + n + s + q + sq))"
+		sleep 0.05
+	done
+}
+
+# cpu_bound: what the rounds' CPU time per task says of the gated drain's
+# ceiling on this machine (medians of the rounds)
+cpu_bound() {
+	local g p sch bg bp
+	g=$(median "${R[rounds_cpu_gated]}") p=$(median "${R[rounds_cpu_plain]}")
+	sch=$(median "${R[rounds_sched]}")
+	bg=$(median "${R[rounds_busy_gated]}") bp=$(median "${R[rounds_busy_plain]}")
+	echo "      CPU time per task, every process of the machine (/proc/stat), medians of the rounds: gated $g µs"
+	echo "        (the scheduler $sch µs of it), ungated $p µs; the CPUs busy $bg % (gated) and $bp % (ungated) of"
+	echo "        $(nproc) x 100 %.  Were the CPUs the only limit, gating at this cost would allow at most"
+	echo "        $(awk "BEGIN { printf \"%.2f\", $p / $g }") x the ungated rate; 0.8 x needs the gated drain to cost at most $(awk "BEGIN { printf \"%.0f\", $p / 0.8 }") µs a task"
+	echo "        ($(awk "BEGIN { printf \"%.0f\", $p / 0.8 - $p }") µs more than ungated)"
 }
 
 # scheduler_cpu: the CPU seconds (user + system) the scheduler of $DB has
@@ -658,7 +701,7 @@ scheduler_cpu() {
 # key 1, ...); wait until the scheduler has judged every task, drain, check
 # lock order and concurrency limits.
 gated_run() {
-	local name=$1 order=$2 versions=$3 n k v t0 t1 t2 left i cpu0
+	local name=$1 order=$2 versions=$3 n k v t0 t1 t2 left i cpu0 cpu1
 	n=$((LOCK_KEYS * versions))
 	if [[ $order == version ]]; then
 		k="(g % $LOCK_KEYS)" v="(g / $LOCK_KEYS + 1)"
@@ -688,8 +731,12 @@ gated_run() {
 	drain "$name" sample
 	# the scheduler's CPU time over the drain, as a share of its wall time
 	# (the workers' idle tail after the last task costs it next to nothing)
-	R[schedcpu:$name]=$(awk -v a="$cpu0" -v b="$(scheduler_cpu)" -v s="${R[drain_s:$name]}" \
+	cpu1=$(scheduler_cpu)
+	R[schedcpu:$name]=$(awk -v a="$cpu0" -v b="$cpu1" -v s="${R[drain_s:$name]}" \
 		'BEGIN { if (a == "-" || b == "-" || s <= 0) print "-"; else printf "%.0f %%", 100 * (b - a) / s }')
+	# and per task, in microseconds
+	R[schedus:$name]=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$n" \
+		'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.0f", 1e6 * (b - a) / n }')
 	if ((PROFILE)); then
 		track_statements none
 		R[profile:$name]=$(psql_q -F' ' -c "
@@ -717,7 +764,7 @@ gated_run() {
 		          UNION ALL
 		          SELECT concurrency_key, finished_at, -1 FROM schedq.task
 		           WHERE kind = 'gated' AND finished_at IS NOT NULL) AS e) AS s")
-	log "$name: ${R[drain_done:$name]} done in ${R[drain_s:$name]} s ($(rate "$n" "${R[drain_s:$name]}") tasks/s); scheduler on the CPU ${R[schedcpu:$name]} of it; available+running sampled: mean/min/max ${R[active:$name]} (at most $MAX_ACTIVE allowed); lock-order violations ${R[lockviol:$name]}; most running under one concurrency key ${R[maxrun:$name]} (limit $CONC_LIMIT)"
+	log "$name: ${R[drain_done:$name]} done in ${R[drain_s:$name]} s ($(rate "$n" "${R[drain_s:$name]}") tasks/s); scheduler on the CPU ${R[schedcpu:$name]} of it (${R[schedus:$name]} µs a task); the machine's CPUs ${R[cpu:$name]#* } % busy, $(cut -d' ' -f1 <<<"${R[cpu:$name]}") µs a task; available+running sampled: mean/min/max ${R[active:$name]} (at most $MAX_ACTIVE allowed); lock-order violations ${R[lockviol:$name]}; most running under one concurrency key ${R[maxrun:$name]} (limit $CONC_LIMIT)"
 	[[ ${R[drain_done:$name]} == "$n of $n" ]] || problem "$name drain: only ${R[drain_done:$name]} tasks done when the workers stopped"
 	[[ ${R[lockviol:$name]} -eq 0 ]] || problem "$name drain: ${R[lockviol:$name]} tasks ran out of version order or overlapping their predecessor"
 	[[ ${R[maxrun:$name]} -le $CONC_LIMIT ]] || problem "$name drain: ${R[maxrun:$name]} tasks of one concurrency key ran at once (limit $CONC_LIMIT)"
@@ -826,11 +873,16 @@ if runs 3; then
 		submit_tasks "$GATED" 10000 2 "jsonb_build_object('kind', 'plain')"
 		psql_q -c "VACUUM (ANALYZE) schedq.task" >/dev/null
 		drain plain
-		log "ungated: ${R[drain_done:plain]} done in ${R[drain_s:plain]} s ($(rate "$GATED" "${R[drain_s:plain]}") tasks/s)"
+		log "ungated: ${R[drain_done:plain]} done in ${R[drain_s:plain]} s ($(rate "$GATED" "${R[drain_s:plain]}") tasks/s); the machine's CPUs ${R[cpu:plain]#* } % busy, $(cut -d' ' -f1 <<<"${R[cpu:plain]}") µs a task"
 		[[ ${R[drain_done:plain]} == "$GATED of $GATED" ]] || problem "ungated drain: only ${R[drain_done:plain]} tasks done"
 		R[rounds_gated]+=" $(rate "$GATED" "${R[drain_s:gated]}")"
 		R[rounds_plain]+=" $(rate "$GATED" "${R[drain_s:plain]}")"
 		R[rounds_ratio]+=" $(awk "BEGIN { printf \"%.2f\", ${R[drain_s:plain]} / ${R[drain_s:gated]} }")"
+		R[rounds_cpu_gated]+=" ${R[cpu:gated]% *}"
+		R[rounds_cpu_plain]+=" ${R[cpu:plain]% *}"
+		R[rounds_busy_gated]+=" ${R[cpu:gated]#* }"
+		R[rounds_busy_plain]+=" ${R[cpu:plain]#* }"
+		R[rounds_sched]+=" ${R[schedus:gated]}"
 	done
 	# the profile: one more gated drain with pg_stat_statements tracking
 	# every statement, not counted in the rounds (tracking slows it)
@@ -1010,6 +1062,7 @@ report() {
 		echo "      one key, then the next key's)"
 		echo "      gated / ungated, $REPEAT round(s), interleaved: median gated $(median "${R[rounds_gated]}") tasks/s,"
 		echo "        ungated $(median "${R[rounds_plain]}") tasks/s, ratio $(median "${R[rounds_ratio]}") (rounds:${R[rounds_ratio]}); target >= 0.8"
+		cpu_bound
 		echo "        (the table's gated rows and the profile below are from one more gated drain after the rounds, with"
 		echo "        pg_stat_statements tracking every statement; it is not counted in the medians)"
 		if [[ -n ${R[profile:gated]:-} ]]; then
