@@ -872,7 +872,9 @@ if runs 3; then
 		reset_queues
 		submit_tasks "$GATED" 10000 2 "jsonb_build_object('kind', 'plain')"
 		psql_q -c "VACUUM (ANALYZE) schedq.task" >/dev/null
-		drain plain
+		# sampled too, so that both drains pay the same for the samples
+		# when their CPU time is compared
+		drain plain sample
 		log "ungated: ${R[drain_done:plain]} done in ${R[drain_s:plain]} s ($(rate "$GATED" "${R[drain_s:plain]}") tasks/s); the machine's CPUs ${R[cpu:plain]#* } % busy, $(cut -d' ' -f1 <<<"${R[cpu:plain]}") µs a task"
 		[[ ${R[drain_done:plain]} == "$GATED of $GATED" ]] || problem "ungated drain: only ${R[drain_done:plain]} tasks done"
 		R[rounds_gated]+=" $(rate "$GATED" "${R[drain_s:gated]}")"
@@ -1047,7 +1049,7 @@ report() {
 			plain) label="baseline: ungated, same workers" ;;
 			esac
 			local n=${R[n:$k]:-$GATED} act='-' before='all available'
-			[[ -n ${R[active:$k]:-} ]] && act=$(cut -d' ' -f1 <<<"${R[active:$k]}")
+			[[ $k != plain && -n ${R[active:$k]:-} ]] && act=$(cut -d' ' -f1 <<<"${R[active:$k]}")
 			[[ $k != plain ]] && before="${R[initial:$k]}"
 			printf '      %-42s %8s %9s %9s  %-16s %s\n' "$label" "${R[drain_s:$k]}" "$(rate "$n" "${R[drain_s:$k]}")" "$act" "${R[drain_done:$k]}" "$before"
 		done
