@@ -251,3 +251,43 @@ SELECT (:deps_kb - :plain_kb) / 4000.0 < 4 AS no_memory_per_task,
 	   CASE WHEN (:deps_kb - :plain_kb) / 4000.0 >= 4
 			THEN format('plain %s kB, with dependencies %s kB', :plain_kb, :deps_kb) END AS growth;
 SELECT status, count(*) FROM schedq.task WHERE kind LIKE 'mem-%' GROUP BY 1 ORDER BY 1;
+
+-- A pass reads a limit's waiters from where its last read of them began
+-- (docs/internals/promotion.md): a task parked on the limit since, ahead
+-- in claim order, still takes the next free slot.
+SELECT schedq.set_concurrency_limit('fl', 1);
+SELECT count(schedq.submit('fl-' || k, queue => 'flq', concurrency_key => 'fl'))
+  FROM unnest('{run,w1,w2}'::text[]) k;
+SELECT schedq._promote_once();
+-- fl-run done: fl-w1 goes, the first waiter read
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{flq}', n => 10) c;
+SELECT schedq._promote_once();
+-- fl-hi, of a higher priority, waits: fl-w1 holds the slot
+SELECT schedq.submit('fl-hi', queue => 'flq', concurrency_key => 'fl', priority => 5) > 0 AS submitted;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fl-%' ORDER BY id;
+-- fl-w1 done: fl-hi goes before fl-w2
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{flq}', n => 10) c;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fl-%' ORDER BY id;
+-- The same when, in one pass, a task is parked on the limit before the
+-- first waiter read: fs-l1v2 takes the slot fs-a freed, fs-l2v2 (next in
+-- claim order) is parked on the limit, then fs-w is read; the next slot
+-- goes to fs-l2v2.
+SELECT schedq.set_concurrency_limit('fs', 1);
+SELECT count(schedq.submit('fs-' || k, queue => 'fsq', lock_key => l, version => v,
+						   concurrency_key => c, priority => p))
+  FROM (VALUES ('a', NULL, NULL, 'fs', 0), ('l1v1', 'fsL1', 1, NULL, 0),
+			   ('l1v2', 'fsL1', 2, 'fs', 9), ('l2v1', 'fsL2', 1, NULL, 0),
+			   ('l2v2', 'fsL2', 2, 'fs', 8), ('w', NULL, NULL, 'fs', 0)) AS s(k, l, v, c, p);
+SELECT schedq._promote_once();
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{fsq}', n => 10) c;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fs-%' ORDER BY id;
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{fsq}', n => 10) c;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fs-%' ORDER BY id;
