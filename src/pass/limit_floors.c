@@ -66,9 +66,9 @@ typedef struct LimitFloor
 static pg_atomic_uint64 *generations = NULL;
 
 static MemoryContext floors_cxt = NULL;
-static HTAB		   *floors = NULL;
-static uint64		floors_generation = 0; /* this process's last step */
-static bool			floors_on = false;	   /* kept in this step */
+static HTAB			*floors = NULL;
+static uint64		 floors_generation = 0; /* this process's last step */
+static bool			 floors_on = false;		/* kept in this step */
 
 static Size
 generations_size(void)
@@ -113,8 +113,9 @@ floors_forget(void)
 	HASHCTL ctl;
 
 	if (floors_cxt == NULL)
-		floors_cxt = AllocSetContextCreate(
-			TopMemoryContext, "schedq limit floors", ALLOCSET_DEFAULT_SIZES);
+		floors_cxt =
+			AllocSetContextCreate(TopMemoryContext, "schedq limit floors",
+								  ALLOCSET_DEFAULT_SIZES);
 	else
 		MemoryContextReset(floors_cxt);
 	memset(&ctl, 0, sizeof(ctl));
@@ -123,8 +124,9 @@ floors_forget(void)
 	ctl.hash = floor_hash;
 	ctl.match = floor_match;
 	ctl.hcxt = floors_cxt;
-	floors = hash_create("schedq limit floors", 64, &ctl,
-						 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	floors =
+		hash_create("schedq limit floors", 64, &ctl,
+					HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 }
 
 /*
@@ -232,8 +234,9 @@ schedq_limit_floors_args(Datum keys, bool keys_null, Datum *args, char *nulls)
 	}
 	args[0] = PointerGetDatum(
 		construct_array(prio, n, INT4OID, 4, true, TYPALIGN_INT));
-	args[1] = PointerGetDatum(construct_array(run_at, n, TIMESTAMPTZOID, 8,
-											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[1] =
+		PointerGetDatum(construct_array(run_at, n, TIMESTAMPTZOID, 8,
+										FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	args[2] = PointerGetDatum(
 		construct_array(id, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	for (int i = 0; i < 3; i++)

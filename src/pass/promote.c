@@ -326,9 +326,9 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 			SPI_getbinval(tuple, desc, GATES_ROW_HAS_DEPS, &isnull));
 		TimestampTz run_at = DatumGetTimestampTz(
 			SPI_getbinval(tuple, desc, GATES_ROW_RUN_AT, &isnull));
-		char	   *waiter_of = SPI_getvalue(tuple, desc, GATES_ROW_WAITER_OF);
-		int32		priority = DatumGetInt32(
-			   SPI_getbinval(tuple, desc, GATES_ROW_PRIORITY, &isnull));
+		char *waiter_of = SPI_getvalue(tuple, desc, GATES_ROW_WAITER_OF);
+		int32 priority = DatumGetInt32(
+			SPI_getbinval(tuple, desc, GATES_ROW_PRIORITY, &isnull));
 		const char *reason = NULL;
 		bool		found;
 

@@ -46,6 +46,11 @@ static SchedqQuery q_events = SCHEDQ_QUERY0(
 	"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
 	" FROM e");
 /*
+ * The statements below are built by macros that nest, which clang-format
+ * cannot lay out: they are kept within 80 columns by hand.
+ */
+/* clang-format off */
+/*
  * A concurrency key's parked waiters, in claim order, from its floor on
  * ($3 to $5: a position in claim order below which the key has nothing
  * parked on 'limit'; (INT_MAX, -infinity, INT64_MIN) when it has none):
@@ -111,6 +116,7 @@ static SchedqQuery q_freed = SCHEDQ_QUERY(
 	" FOR UPDATE OF t",
 	TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
 	INT8ARRAYOID);
+/* clang-format on */
 static SchedqQuery q_unpark_dependents =
 	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
 				 " WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
