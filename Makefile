@@ -52,7 +52,7 @@ REGRESS_TESTS = install submit claim complete_fail progress manage budgets grant
 ISOLATION_TESTS = claim_skip_locked claim_floor pause_queue complete_vs_cancel stale_grant dedup_concurrent \
 	budget_concurrent lock_key_exclusive concurrency_limit reaper_vs_complete schedule_race complete_and_claim \
 	repeatable_read work_grant gates_two_completers gates_complete_vs_pass gates_complete_vs_cancel \
-	cron_jobs run_now_race limit_floors
+	cron_jobs run_now_race limit_waiters
 
 ifneq ($(wildcard /usr/lib/postgresql/15/bin/pg_config),)
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config

@@ -252,9 +252,8 @@ SELECT (:deps_kb - :plain_kb) / 4000.0 < 4 AS no_memory_per_task,
 			THEN format('plain %s kB, with dependencies %s kB', :plain_kb, :deps_kb) END AS growth;
 SELECT status, count(*) FROM schedq.task WHERE kind LIKE 'mem-%' GROUP BY 1 ORDER BY 1;
 
--- A pass reads a limit's waiters from where its last read of them began
--- (docs/internals/promotion.md): a task parked on the limit since, ahead
--- in claim order, still takes the next free slot.
+-- A freed slot goes to the limit's first waiter in claim order, also to
+-- one of a higher priority parked after the others were first read.
 SELECT schedq.set_concurrency_limit('fl', 1);
 SELECT count(schedq.submit('fl-' || k, queue => 'flq', concurrency_key => 'fl'))
   FROM unnest('{run,w1,w2}'::text[]) k;
@@ -272,10 +271,10 @@ SELECT count(schedq.complete(c.token)) AS finished
   FROM schedq.claim('w', queues => '{flq}', n => 10) c;
 SELECT schedq._promote_once();
 SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fl-%' ORDER BY id;
--- The same when, in one pass, a task is parked on the limit before the
--- first waiter read: fs-l1v2 takes the slot fs-a freed, fs-l2v2 (next in
--- claim order) is parked on the limit, then fs-w is read; the next slot
--- goes to fs-l2v2.
+-- The same for a task parked on the limit in the pass that reads the
+-- waiters: fs-l1v2 takes the slot fs-a freed, fs-l2v2 (next in claim
+-- order) is parked on the limit, ahead of fs-w; the next slot goes to
+-- fs-l2v2.
 SELECT schedq.set_concurrency_limit('fs', 1);
 SELECT count(schedq.submit('fs-' || k, queue => 'fsq', lock_key => l, version => v,
 						   concurrency_key => c, priority => p))
@@ -291,3 +290,23 @@ SELECT count(schedq.complete(c.token)) AS finished
   FROM schedq.claim('w', queues => '{fsq}', n => 10) c;
 SELECT schedq._promote_once();
 SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fs-%' ORDER BY id;
+-- Passes in a transaction that rolls back: inside it, fr-hi ran and
+-- fr-w2 got the next slot; after the rollback fr-hi waits again, and the
+-- next slot is fr-hi's.
+SELECT schedq.set_concurrency_limit('fr', 1);
+SELECT count(schedq.submit('fr-' || k, queue => 'frq', concurrency_key => 'fr', priority => p))
+  FROM (VALUES ('run', 9), ('hi', 5), ('w2', 0), ('w3', 0)) AS s(k, p);
+SELECT schedq._promote_once();
+BEGIN;
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{frq}', n => 10) c;
+SELECT schedq._promote_once();
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{frq}', n => 10) c;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fr-%' ORDER BY id;
+ROLLBACK;
+SELECT count(schedq.complete(c.token)) AS finished
+  FROM schedq.claim('w', queues => '{frq}', n => 10) c;
+SELECT schedq._promote_once();
+SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fr-%' ORDER BY id;

@@ -62,10 +62,10 @@
 #include "shared/call.h"
 #include "shared/isolate.h"
 #include "shared/metrics.h"
-#include "pass/limit_floors.h"
 #include "pass/promote.h"
 #include "store/task.h"
 #include "store/task_gates.h"
+#include "shared/locks.h"
 #include "shared/locks.h"
 
 /* How many tasks one pass handles in one batch. */
@@ -326,9 +326,7 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 			SPI_getbinval(tuple, desc, GATES_ROW_HAS_DEPS, &isnull));
 		TimestampTz run_at = DatumGetTimestampTz(
 			SPI_getbinval(tuple, desc, GATES_ROW_RUN_AT, &isnull));
-		char *waiter_of = SPI_getvalue(tuple, desc, GATES_ROW_WAITER_OF);
-		int32 priority = DatumGetInt32(
-			SPI_getbinval(tuple, desc, GATES_ROW_PRIORITY, &isnull));
+		char	   *waiter_of = SPI_getvalue(tuple, desc, GATES_ROW_WAITER_OF);
 		const char *reason = NULL;
 		bool		found;
 
@@ -337,12 +335,8 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 		{
 			KeyState *w = promote_key(keys, 'W', waiter_of, &found);
 
-			/* its first waiter: where its next scan may start */
 			if (!found)
-			{
 				w->held = false;
-				schedq_limit_floors_found(waiter_of, priority, run_at, id);
-			}
 			w->active = found ? w->active + 1 : 1;
 			if (w->active == TASK_GATES_BATCH)
 				promote_waiters_again(keys, waiter_of, more);
@@ -381,9 +375,6 @@ judge_rows(Judge *j, SPITupleTable *rows, int n)
 			reason = "limit";
 		if (reason != NULL)
 		{
-			if (strcmp(reason, "limit") == 0)
-				schedq_limit_floors_parked(concurrency_key, priority, run_at,
-										   id);
 			reasons[npark] = CStringGetTextDatum(reason);
 			park[npark++] = Int64GetDatum(id);
 			j->passed_over = strcmp(reason, "limit") != 0;
@@ -481,7 +472,6 @@ schedq_promote_judge_events(const SchedqGateEvents *events, TimestampTz now,
 {
 	int promoted = 0;
 
-	schedq_limit_floors_begin();
 	if (!events->finished_null)
 		schedq_task_gates_unpark_dependents(events->finished);
 	if (events->nulls[0] == ' ' || events->nulls[1] == ' ')
@@ -490,19 +480,9 @@ schedq_promote_judge_events(const SchedqGateEvents *events, TimestampTz now,
 		 * What the events free, a batch at a time: events that waited
 		 * (the scheduler was off, say) may free any number of tasks.
 		 */
-		Datum  args[5];
-		char   nulls[5];
-		Portal portal;
-		Judge  j;
-
-		for (int i = 0; i < 2; i++)
-		{
-			args[i] = events->keys[i];
-			nulls[i] = events->nulls[i];
-		}
-		schedq_limit_floors_args(events->keys[1], events->nulls[1] == 'n',
-								 &args[2], &nulls[2]);
-		portal = schedq_task_gates_freed(args, nulls);
+		Portal portal =
+			schedq_task_gates_freed((Datum *) events->keys, events->nulls);
+		Judge j;
 
 		judge_begin(&j, now, more);
 		for (;;)
@@ -532,7 +512,6 @@ schedq_promote_due(TimestampTz now, bool *more)
 	bool  full;
 
 	promote_lock();
-	schedq_limit_floors_begin();
 	judge_begin(&j, now, more);
 	promoted = promote_plain(now, &j.oldest, &full);
 	if (full)

@@ -17,7 +17,6 @@
 #include "shared/databases.h"
 #include "shared/sqlslots.h"
 #include "store/floor.h"
-#include "pass/limit_floors.h"
 #include "process/launcher.h"
 #include "shared/metrics.h"
 #include "base/settings.h"
@@ -44,7 +43,6 @@ _PG_init(void)
 	schedq_metrics_init();
 	schedq_commit_init();
 	schedq_floor_init();
-	schedq_limit_floors_init();
 	schedq_wake_init();
 	schedq_sqlslots_init();
 	schedq_databases_init();

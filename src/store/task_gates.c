@@ -46,77 +46,52 @@ static SchedqQuery q_events = SCHEDQ_QUERY0(
 	"        array_agg(task_id) FILTER (WHERE task_id IS NOT NULL)"
 	" FROM e");
 /*
- * The statements below are built by macros that nest, which clang-format
- * cannot lay out: they are kept within 80 columns by hand.
- */
-/* clang-format off */
-/*
- * A concurrency key's parked waiters, in claim order, from its floor on
- * ($3 to $5: a position in claim order below which the key has nothing
- * parked on 'limit'; (INT_MAX, -infinity, INT64_MIN) when it has none):
- * those of the floor's priority from its (run_at, id) on, then those of
- * lower priorities, each a range of task_parked_concurrency_idx.  `n` is
- * how many.
- */
-#define WAITERS_SQL(n)                                                         \
-	"SELECT w.id, w.priority, w.run_at FROM ("                                 \
-	"  (SELECT t.id, t.priority, t.run_at FROM schedq.task t"                  \
-	"   WHERE t.concurrency_key = s.c AND t.status = 'pending'"                \
-	"     AND t.parked AND t.parked_on = 'limit'"                              \
-	"     AND t.priority = s.fp AND (t.run_at, t.id) >= (s.fr, s.fi)"          \
-	"   ORDER BY t.run_at, t.id LIMIT " n ")"                                  \
-	"  UNION ALL"                                                              \
-	"  (SELECT t.id, t.priority, t.run_at FROM schedq.task t"                  \
-	"   WHERE t.concurrency_key = s.c AND t.status = 'pending'"                \
-	"     AND t.parked AND t.parked_on = 'limit' AND t.priority < s.fp"        \
-	"   ORDER BY t.priority DESC, t.run_at, t.id LIMIT " n ")) w"              \
-	" ORDER BY w.priority DESC, w.run_at, w.id LIMIT " n
-/* A key's free slots: its limit (none: a batch) less what is active. */
-#define FREE_SLOTS_SQL                                                         \
-	"least(greatest(COALESCE(s.max_active, " PROMOTE_BATCH_SQL ")"             \
-	" - s.active, 0), " PROMOTE_BATCH_SQL ")"
-
-/*
  * What the gate events free, to be judged now: the head of each lock key
- * ($1), and for each concurrency key ($2, with its floor in $3 to $5) as
- * many of its parked tasks, in claim order, as it has free slots -- its
- * limit (none: a batch) less what is active; at most a batch per key and
- * pass (`waiter_of` names the key: a key that filled a batch gets another
- * event, so the rest follows next pass).  Parked pending tasks only,
- * locked, in the order the pass judges them; a task that is both comes
- * twice, side by side, as a waiter first (the second row is skipped when
- * a batch before changed the task).  With each, the state of its lock key
- * and, when $2 names it, of its concurrency key.
+ * ($1), and for each concurrency key ($2) as many of its parked tasks, in
+ * claim order, as it has free slots -- its limit (none: a batch) less what
+ * is active; at most a batch per key and pass (`waiter_of` names the key:
+ * a key that filled a batch gets another event, so the rest follows next
+ * pass).  Parked pending tasks only, locked, in the order the pass judges
+ * them; a task that is both comes twice, side by side, as a waiter first
+ * (the second row is skipped when a batch before changed the task).  With
+ * each, the state of its lock key and, when $2 names it, of its
+ * concurrency key.
  */
 static SchedqQuery q_freed = SCHEDQ_QUERY(
 	"WITH state AS MATERIALIZED ("
-	"  SELECT f.c, f.fp, f.fr, f.fi,"
-	"     (SELECT l.max_active"
-	"      FROM schedq.concurrency_limit l WHERE l.key = f.c) AS max_active,"
-	"     (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = f.c"
+	"  SELECT c, (SELECT l.max_active"
+	"             FROM schedq.concurrency_limit l WHERE l.key = c) AS max_active,"
+	"     (SELECT count(*) FROM schedq.task a WHERE a.concurrency_key = c"
 	"        AND a.status IN " TASK_ACTIVE_SQL ") AS active"
-	"  FROM unnest($2::text[], $3::integer[], $4::timestamptz[],"
-	"              $5::bigint[]) AS f(c, fp, fr, fi)),"
+	"  FROM unnest($2::text[]) c),"
 	" freed AS MATERIALIZED ("
-	"  SELECT " LOCK_HEAD_SQL("k") " AS id, NULL::text AS waiter_of"
-	"  FROM unnest($1::text[]) k"
-	"  UNION ALL"
-	"  SELECT x.id, s.c FROM state s,"
-	"    LATERAL (" WAITERS_SQL(FREE_SLOTS_SQL) ") x)"
-	" SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
-	"        t.run_at, f.waiter_of,"
-	"        CASE WHEN f.waiter_of IS NULL THEN t.id"
-	"             ELSE " LOCK_HEAD_SQL("t.lock_key") " END,"
-	"        " LOCK_HELD_SQL("t.lock_key") ","
-	"        s.max_active, s.active, t.priority"
-	" FROM freed f JOIN schedq.task t ON t.id = f.id"
-	" LEFT JOIN state s ON s.c = t.concurrency_key"
-	" WHERE t.status = 'pending' AND t.parked"
-	" ORDER BY t.priority DESC, t.run_at, t.id, f.waiter_of"
-	" FOR UPDATE OF t",
-	TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
-	INT8ARRAYOID);
-/* clang-format on */
+	"  SELECT " LOCK_HEAD_SQL(
+		"k") " AS id, NULL::text AS waiter_of"
+			 "  FROM unnest($1::text[]) k"
+			 "  UNION ALL"
+			 "  SELECT x.id, s.c FROM state s, LATERAL ("
+			 "    SELECT t.id FROM schedq.task t"
+			 "    WHERE t.concurrency_key = s.c AND t.status = 'pending'"
+			 "      AND t.parked AND t.parked_on = 'limit'"
+			 "    ORDER BY t.priority DESC, t.run_at, t.id"
+			 "    LIMIT least(greatest(COALESCE(s.max_active, " PROMOTE_BATCH_SQL
+			 ")"
+			 "                         - s.active, 0), " PROMOTE_BATCH_SQL
+			 ")) x)"
+			 " SELECT t.id, t.lock_key, t.concurrency_key, t.depends_on <> '{}',"
+			 "        t.run_at, f.waiter_of,"
+			 "        CASE WHEN f.waiter_of IS NULL THEN t.id"
+			 "             ELSE " LOCK_HEAD_SQL(
+				 "t.lock_key") " END,"
+							   "        " LOCK_HELD_SQL(
+								   "t.lock_key") ","
+												 "        s.max_active, s.active"
+												 " FROM freed f JOIN schedq.task t ON t.id = f.id"
+												 " LEFT JOIN state s ON s.c = t.concurrency_key"
+												 " WHERE t.status = 'pending' AND t.parked"
+												 " ORDER BY t.priority DESC, t.run_at, t.id, f.waiter_of"
+												 " FOR UPDATE OF t",
+	TEXTARRAYOID, TEXTARRAYOID);
 static SchedqQuery q_unpark_dependents =
 	SCHEDQ_QUERY("UPDATE schedq.task SET parked = false, parked_on = NULL"
 				 " WHERE depends_on && $1::bigint[] AND depends_on <> '{}'"
@@ -133,7 +108,7 @@ static SchedqQuery q_gated = SCHEDQ_QUERY(
 	"SELECT id, lock_key, concurrency_key, depends_on <> '{}', run_at,"
 	"       NULL::text, " LOCK_STATE_SQL(
 		"t.lock_key") ","
-					  "       NULL::integer, NULL::bigint, priority FROM ("
+					  "       NULL::integer, NULL::bigint FROM ("
 					  "  SELECT * FROM schedq.task"
 					  "  WHERE status = 'pending' AND NOT parked AND run_at <= $1"
 					  "    AND" TASK_GATED_SQL
@@ -231,10 +206,7 @@ schedq_task_gates_unpark_dependents(Datum finished)
 
 /*
  * A cursor over what the events of these keys free (q_freed), in the
- * order the pass judges them; rows of GATES_ROW columns.  keys[0] and
- * keys[1] are the lock keys and the concurrency keys (text[]), keys[2] to
- * keys[4] the concurrency keys' floors (integer[], timestamptz[],
- * bigint[], aligned with keys[1]); nulls[i] is 'n' where keys[i] is NULL.
+ * order the pass judges them; rows of TASK_GATES_ROW columns.
  */
 Portal
 schedq_task_gates_freed(Datum *keys, const char *nulls)

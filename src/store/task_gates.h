@@ -18,7 +18,7 @@
  * id, lock_key, concurrency_key, whether it has dependencies, run_at, the
  * concurrency key whose free slot brought it (or NULL), its lock key's
  * head and whether the key is held, its concurrency key's limit and
- * active count (or NULLs: not looked at), its priority.
+ * active count (or NULLs: not looked at).
  */
 #define GATES_ROW_ID			  1
 #define GATES_ROW_LOCK_KEY		  2
@@ -30,7 +30,6 @@
 #define GATES_ROW_LOCK_HELD		  8
 #define GATES_ROW_LIMIT			  9
 #define GATES_ROW_ACTIVE		  10
-#define GATES_ROW_PRIORITY		  11
 
 extern bool	  schedq_task_gates_take_events(Datum *keys, char *nulls,
 											Datum *finished, bool *finished_null);
