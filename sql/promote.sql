@@ -254,23 +254,28 @@ SELECT status, count(*) FROM schedq.task WHERE kind LIKE 'mem-%' GROUP BY 1 ORDE
 
 -- A freed slot goes to the limit's first waiter in claim order, also to
 -- one of a higher priority parked after the others were first read.
+-- finish what a queue has available, run a pass, show the queue
+CREATE FUNCTION pg_temp.finish_then_pass(q text)
+RETURNS TABLE (kind text, status text, parked_on text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM schedq.complete(c.token)
+	   FROM schedq.claim('w', queues => ARRAY[q], n => 10) c;
+	PERFORM schedq._promote_once();
+	RETURN QUERY SELECT t.kind, t.status, t.parked_on FROM schedq.task t
+				  WHERE t.queue = q ORDER BY t.id;
+END $$;
 SELECT schedq.set_concurrency_limit('fl', 1);
 SELECT count(schedq.submit('fl-' || k, queue => 'flq', concurrency_key => 'fl'))
   FROM unnest('{run,w1,w2}'::text[]) k;
 SELECT schedq._promote_once();
--- fl-run done: fl-w1 goes, the first waiter read
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{flq}', n => 10) c;
-SELECT schedq._promote_once();
+-- fl-run done: fl-w1 goes
+SELECT * FROM pg_temp.finish_then_pass('flq');
 -- fl-hi, of a higher priority, waits: fl-w1 holds the slot
 SELECT schedq.submit('fl-hi', queue => 'flq', concurrency_key => 'fl', priority => 5) > 0 AS submitted;
 SELECT schedq._promote_once();
-SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fl-%' ORDER BY id;
 -- fl-w1 done: fl-hi goes before fl-w2
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{flq}', n => 10) c;
-SELECT schedq._promote_once();
-SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fl-%' ORDER BY id;
+SELECT * FROM pg_temp.finish_then_pass('flq');
 -- The same for a task parked on the limit in the pass that reads the
 -- waiters: fs-l1v2 takes the slot fs-a freed, fs-l2v2 (next in claim
 -- order) is parked on the limit, ahead of fs-w; the next slot goes to
@@ -282,14 +287,8 @@ SELECT count(schedq.submit('fs-' || k, queue => 'fsq', lock_key => l, version =>
 			   ('l1v2', 'fsL1', 2, 'fs', 9), ('l2v1', 'fsL2', 1, NULL, 0),
 			   ('l2v2', 'fsL2', 2, 'fs', 8), ('w', NULL, NULL, 'fs', 0)) AS s(k, l, v, c, p);
 SELECT schedq._promote_once();
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{fsq}', n => 10) c;
-SELECT schedq._promote_once();
-SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fs-%' ORDER BY id;
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{fsq}', n => 10) c;
-SELECT schedq._promote_once();
-SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fs-%' ORDER BY id;
+SELECT * FROM pg_temp.finish_then_pass('fsq');
+SELECT * FROM pg_temp.finish_then_pass('fsq');
 -- Passes in a transaction that rolls back: inside it, fr-hi ran and
 -- fr-w2 got the next slot; after the rollback fr-hi waits again, and the
 -- next slot is fr-hi's.
@@ -298,15 +297,7 @@ SELECT count(schedq.submit('fr-' || k, queue => 'frq', concurrency_key => 'fr', 
   FROM (VALUES ('run', 9), ('hi', 5), ('w2', 0), ('w3', 0)) AS s(k, p);
 SELECT schedq._promote_once();
 BEGIN;
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{frq}', n => 10) c;
-SELECT schedq._promote_once();
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{frq}', n => 10) c;
-SELECT schedq._promote_once();
-SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fr-%' ORDER BY id;
+SELECT count(*) FROM pg_temp.finish_then_pass('frq');
+SELECT * FROM pg_temp.finish_then_pass('frq');
 ROLLBACK;
-SELECT count(schedq.complete(c.token)) AS finished
-  FROM schedq.claim('w', queues => '{frq}', n => 10) c;
-SELECT schedq._promote_once();
-SELECT kind, status, parked_on FROM schedq.task WHERE kind LIKE 'fr-%' ORDER BY id;
+SELECT * FROM pg_temp.finish_then_pass('frq');
