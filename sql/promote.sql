@@ -252,8 +252,6 @@ SELECT (:deps_kb - :plain_kb) / 4000.0 < 4 AS no_memory_per_task,
 			THEN format('plain %s kB, with dependencies %s kB', :plain_kb, :deps_kb) END AS growth;
 SELECT status, count(*) FROM schedq.task WHERE kind LIKE 'mem-%' GROUP BY 1 ORDER BY 1;
 
--- A freed slot goes to the limit's first waiter in claim order, also to
--- one of a higher priority parked after the others were first read.
 -- finish what a queue has available, run a pass, show the queue
 CREATE FUNCTION pg_temp.finish_then_pass(q text)
 RETURNS TABLE (kind text, status text, parked_on text)
@@ -265,6 +263,8 @@ BEGIN
 	RETURN QUERY SELECT t.kind, t.status, t.parked_on FROM schedq.task t
 				  WHERE t.queue = q ORDER BY t.id;
 END $$;
+-- A freed slot goes to the limit's first waiter in claim order, also to
+-- one of a higher priority parked after the others were first read.
 SELECT schedq.set_concurrency_limit('fl', 1);
 SELECT count(schedq.submit('fl-' || k, queue => 'flq', concurrency_key => 'fl'))
   FROM unnest('{run,w1,w2}'::text[]) k;

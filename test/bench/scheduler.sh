@@ -677,6 +677,10 @@ cpu_bound() {
 	g=$(median "${R[rounds_cpu_gated]}") p=$(median "${R[rounds_cpu_plain]}")
 	sch=$(median "${R[rounds_sched]}")
 	bg=$(median "${R[rounds_busy_gated]}") bp=$(median "${R[rounds_busy_plain]}")
+	if ! [[ $g =~ ^[0-9.]+$ && $p =~ ^[0-9.]+$ ]] || [[ $g == 0 ]]; then
+		echo "      CPU time per task: not measured (/proc/stat unreadable?)"
+		return
+	fi
 	echo "      CPU time per task, every process of the machine (/proc/stat), medians of the rounds: gated $g µs"
 	echo "        (the scheduler $sch µs of it), ungated $p µs; the CPUs busy $bg % (gated) and $bp % (ungated) of"
 	echo "        $(nproc) x 100 %.  Were the CPUs the only limit, gating at this cost would allow at most"
